@@ -1,0 +1,3 @@
+//! `iggy-bench`: whole-system benchmark (its own issue). Holds nothing yet.
+
+pub use rill_core as protocol;

@@ -1,0 +1,1 @@
+//! The storage engine (being built): segmented partition logs with index files.
