@@ -1,3 +1,24 @@
 //! The broker daemon's library: everything `iggy-server` runs, importable by tests and benches.
+//!
+//! Map: [`config`] (TOML + env), [`server`] (boot, threads, signals, shutdown), [`shard`]
+//! (per-core runtime, shards table, cross-shard messages, owned partitions), [`control`]
+//! (shard 0's metadata writer), [`metadata`] (model, log, snapshot), [`frontend`] (transports),
+//! [`handlers`] (one function per command), [`storage`] (segmented logs on O_DIRECT io_uring).
 
+pub mod auth;
+pub mod clients;
+pub mod config;
+pub mod control;
+pub mod frontend;
+pub mod groups;
+pub mod handlers;
+pub mod logging;
+pub mod maintenance;
+pub mod metadata;
+pub mod permissions;
+pub mod server;
+pub mod shard;
 pub mod storage;
+pub mod system_info;
+pub mod time;
+pub mod views;

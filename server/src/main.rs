@@ -1,32 +1,97 @@
 //! `iggy-server`: the broker daemon.
-//!
-//! The daemon is being built issue by issue; until the server core lands this binary parses its
-//! flags and says plainly that it cannot serve yet, rather than pretending to.
 
 use clap::Parser;
+use rill_server::auth::{PASSWORD_LENGTH, USERNAME_LENGTH, generate_password};
+use rill_server::config::Config;
+use rill_server::control::RootCredentials;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Message-streaming broker, wire-compatible with Apache Iggy 0.8.0.
+///
+/// Configuration: the embedded default (configs/server.toml), then --config FILE, then IGGY_*
+/// environment variables (e.g. IGGY_TCP_ADDRESS=0.0.0.0:8090, IGGY_SYSTEM_PATH=/data).
+/// The root user is created on first start from IGGY_ROOT_USERNAME and IGGY_ROOT_PASSWORD, or
+/// iggy/iggy with --with-default-root-credentials, or else with a random password printed once.
 #[derive(Debug, Parser)]
-#[command(name = "iggy-server", version, about)]
+#[command(name = "iggy-server", version, about, long_about)]
 struct Args {
-    /// Path to the TOML configuration file; without it the embedded default (configs/server.toml) is used.
-    #[arg(long, value_name = "FILE")]
+    /// TOML configuration file, applied over the embedded default.
+    #[arg(long, short = 'c', value_name = "FILE", env = "IGGY_CONFIG_PATH")]
     config: Option<PathBuf>,
-    /// Create the root user as iggy/iggy on first start instead of a random password.
+    /// On first start, create the root user as iggy/iggy instead of a random password.
     #[arg(long)]
     with_default_root_credentials: bool,
+    /// Print the embedded default configuration and exit.
+    #[arg(long)]
+    print_default_config: bool,
+}
+
+fn root_credentials(with_default: bool) -> Result<RootCredentials, String> {
+    let username = std::env::var("IGGY_ROOT_USERNAME").ok();
+    let password = std::env::var("IGGY_ROOT_PASSWORD").ok();
+    match (username, password) {
+        (Some(username), Some(password)) => {
+            if !USERNAME_LENGTH.contains(&username.len()) {
+                return Err("IGGY_ROOT_USERNAME must be 3 to 50 bytes".into());
+            }
+            if !PASSWORD_LENGTH.contains(&password.len()) {
+                return Err("IGGY_ROOT_PASSWORD must be 3 to 100 bytes".into());
+            }
+            Ok(RootCredentials {
+                username,
+                password,
+                generated: false,
+            })
+        }
+        (None, None) if with_default => Ok(RootCredentials {
+            username: "iggy".into(),
+            password: "iggy".into(),
+            generated: false,
+        }),
+        (None, None) => Ok(RootCredentials {
+            username: "iggy".into(),
+            password: generate_password(),
+            generated: true,
+        }),
+        _ => Err("set both IGGY_ROOT_USERNAME and IGGY_ROOT_PASSWORD, or neither".into()),
+    }
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    eprintln!(
-        "iggy-server: not yet able to serve (config: {}); the server core is still being built",
-        args.config
-            .as_deref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| "embedded default".into())
-    );
-    ExitCode::from(2)
+    if args.print_default_config {
+        print!("{}", rill_server::config::DEFAULT_CONFIG_TOML);
+        return ExitCode::SUCCESS;
+    }
+    let (config, warnings) = match Config::load(args.config.as_deref(), std::env::vars()) {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            eprintln!("iggy-server: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    rill_server::logging::init(&config.logging.level);
+    for warning in warnings {
+        tracing::warn!("{warning}");
+    }
+    let root = match root_credentials(args.with_default_root_credentials) {
+        Ok(root) => root,
+        Err(error) => {
+            tracing::error!("{error}");
+            return ExitCode::from(2);
+        }
+    };
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), data = %config.system.path.display(), "starting iggy-server");
+    match rill_server::server::run(config, root) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!("{error}");
+            eprintln!("iggy-server: {error}");
+            ExitCode::FAILURE
+        }
+    }
 }

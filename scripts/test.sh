@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs every check the project has, on a fresh machine: installs what it needs first.
+# This is the one test command named in README.md and run by .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "system packages"
+scripts/install-deps.sh
+
+step "formatting"
+cargo fmt --all -- --check
+
+step "lints"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests"
+cargo test --workspace --locked
+
+if [[ -x scripts/fuzz.sh ]]; then
+    step "fuzzing (bounded)"
+    scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+fi
+
+step "all checks passed"

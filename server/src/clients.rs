@@ -1,0 +1,103 @@
+//! The sessions connected to any shard, for GetMe/GetClient/GetClients and GetStats. One entry
+//! per connection, keyed by client id (xxHash32 of the peer address, as upstream).
+
+use dashmap::DashMap;
+use rill_core::primitives::Transport;
+use rill_core::responses::{ClientDetails, ClientGroup, ClientInfo};
+
+#[derive(Debug, Clone)]
+pub struct ClientEntry {
+    pub client_id: u32,
+    pub address: String,
+    pub transport: Transport,
+    pub user_id: Option<u32>,
+    /// (stream, topic, group) memberships.
+    pub groups: Vec<(u32, u32, u32)>,
+    pub shard: u16,
+}
+
+/// Not logged in, as the protocol reports it.
+pub const NO_USER: u32 = u32::MAX;
+
+impl ClientEntry {
+    pub fn info(&self) -> ClientInfo {
+        ClientInfo {
+            client_id: self.client_id,
+            user_id: self.user_id.unwrap_or(NO_USER),
+            transport: self.transport,
+            address: self.address.clone(),
+            consumer_groups_count: self.groups.len() as u32,
+        }
+    }
+
+    pub fn details(&self) -> ClientDetails {
+        ClientDetails {
+            client_id: self.client_id,
+            user_id: self.user_id.unwrap_or(NO_USER),
+            transport: self.transport,
+            address: self.address.clone(),
+            consumer_groups: self
+                .groups
+                .iter()
+                .map(|&(stream_id, topic_id, group_id)| ClientGroup {
+                    stream_id,
+                    topic_id,
+                    group_id,
+                })
+                .collect(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct ClientRegistry {
+    entries: DashMap<u32, ClientEntry>,
+}
+
+impl ClientRegistry {
+    pub fn register(&self, entry: ClientEntry) {
+        self.entries.insert(entry.client_id, entry);
+    }
+
+    pub fn remove(&self, client_id: u32) {
+        self.entries.remove(&client_id);
+    }
+
+    pub fn set_user(&self, client_id: u32, user_id: Option<u32>) {
+        if let Some(mut entry) = self.entries.get_mut(&client_id) {
+            entry.user_id = user_id;
+        }
+    }
+
+    pub fn join_group(&self, client_id: u32, group: (u32, u32, u32)) {
+        if let Some(mut entry) = self.entries.get_mut(&client_id)
+            && !entry.groups.contains(&group)
+        {
+            entry.groups.push(group);
+        }
+    }
+
+    pub fn leave_group(&self, client_id: u32, group: (u32, u32, u32)) {
+        if let Some(mut entry) = self.entries.get_mut(&client_id) {
+            entry.groups.retain(|joined| *joined != group);
+        }
+    }
+
+    pub fn get(&self, client_id: u32) -> Option<ClientEntry> {
+        self.entries.get(&client_id).map(|entry| entry.clone())
+    }
+
+    pub fn all(&self) -> Vec<ClientEntry> {
+        let mut all: Vec<_> = self.entries.iter().map(|entry| entry.clone()).collect();
+        all.sort_by_key(|entry| entry.client_id);
+        all
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}

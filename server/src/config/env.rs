@@ -1,0 +1,77 @@
+//! `IGGY_*` environment overrides: `IGGY_` + the TOML path upper-cased and joined by `_`.
+//!
+//! Field names contain underscores too, so a variable is matched against the paths the schema
+//! (the embedded default) actually has rather than split on `_`. The value is read as the type
+//! the key has in the schema.
+
+use super::ConfigError;
+
+/// Variables with the prefix that are not configuration keys.
+const NOT_CONFIG: &[&str] = &[
+    "IGGY_ROOT_USERNAME",
+    "IGGY_ROOT_PASSWORD",
+    "IGGY_CONFIG_PATH",
+];
+
+fn leaf_paths(
+    table: &toml::Table,
+    prefix: &mut Vec<String>,
+    out: &mut Vec<(Vec<String>, toml::Value)>,
+) {
+    for (key, value) in table {
+        prefix.push(key.clone());
+        match value {
+            toml::Value::Table(inner) => leaf_paths(inner, prefix, out),
+            other => out.push((prefix.clone(), other.clone())),
+        }
+        prefix.pop();
+    }
+}
+
+fn env_name(path: &[String]) -> String {
+    format!("IGGY_{}", path.join("_").to_ascii_uppercase())
+}
+
+/// Applies the overrides in `environment` to `table`; returns warnings for unknown variables.
+pub(super) fn apply(
+    table: &mut toml::Table,
+    schema: &toml::Table,
+    environment: impl IntoIterator<Item = (String, String)>,
+) -> Result<Vec<String>, ConfigError> {
+    let mut leaves = Vec::new();
+    leaf_paths(schema, &mut Vec::new(), &mut leaves);
+    let mut warnings = Vec::new();
+    for (name, raw) in environment {
+        if !name.starts_with("IGGY_") || NOT_CONFIG.contains(&name.as_str()) {
+            continue;
+        }
+        let Some((path, example)) = leaves.iter().find(|(path, _)| env_name(path) == name) else {
+            warnings.push(format!(
+                "ignoring environment variable {name}: no such configuration key"
+            ));
+            continue;
+        };
+        let value = match example {
+            toml::Value::Boolean(_) => match raw.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" | "on" => toml::Value::Boolean(true),
+                "false" | "0" | "no" | "off" => toml::Value::Boolean(false),
+                _ => return Err(ConfigError(format!("{name}: `{raw}` is not a boolean"))),
+            },
+            toml::Value::Integer(_) => raw
+                .trim()
+                .parse::<i64>()
+                .map(toml::Value::Integer)
+                .map_err(|_| ConfigError(format!("{name}: `{raw}` is not an integer")))?,
+            _ => toml::Value::String(raw),
+        };
+        let mut slot = &mut *table;
+        for key in &path[..path.len() - 1] {
+            slot = slot
+                .get_mut(key)
+                .and_then(toml::Value::as_table_mut)
+                .expect("the schema path exists in the merged table");
+        }
+        slot.insert(path[path.len() - 1].clone(), value);
+    }
+    Ok(warnings)
+}

@@ -1,0 +1,310 @@
+//! Server configuration: the embedded default (`configs/server.toml`), an optional file on top,
+//! then `IGGY_*` environment variables on top of both.
+//!
+//! The default file is the schema: a key that it does not contain is unknown, and an unknown
+//! key or a value of the wrong shape stops the start with a message naming the key.
+
+mod env;
+pub mod units;
+
+use crate::storage::AckMode;
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use units::{ByteSize, HumanDuration, Limit};
+
+/// The default configuration, compiled into the binary.
+pub const DEFAULT_CONFIG_TOML: &str = include_str!("../../../configs/server.toml");
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub system: SystemConfig,
+    pub message_saver: MessageSaverConfig,
+    pub data_maintenance: DataMaintenanceConfig,
+    pub tcp: TcpConfig,
+    pub heartbeat: HeartbeatConfig,
+    pub logging: LoggingConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SystemConfig {
+    pub path: PathBuf,
+    pub sharding: ShardingConfig,
+    pub segment: SegmentConfig,
+    pub partition: PartitionDefaults,
+    pub topic: TopicDefaults,
+    pub state: StateConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardingConfig {
+    pub cpu_allocation: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentConfig {
+    pub size: ByteSize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartitionDefaults {
+    pub ack_mode: AckModeSetting,
+    pub messages_required_to_save: u64,
+    pub size_of_messages_required_to_save: ByteSize,
+}
+
+/// The ack mode as written in the config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckModeSetting(pub AckMode);
+
+impl<'de> Deserialize<'de> for AckModeSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse::<AckMode>().map(AckModeSetting).map_err(|_| {
+            serde::de::Error::custom(format!(
+                "unknown ack mode `{text}` (memory, written, fsync)"
+            ))
+        })
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopicDefaults {
+    pub message_expiry: Limit<HumanDuration>,
+    pub max_size: Limit<ByteSize>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateConfig {
+    pub snapshot_threshold: ByteSize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageSaverConfig {
+    pub enabled: bool,
+    pub interval: HumanDuration,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataMaintenanceConfig {
+    pub messages: MessagesMaintenanceConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessagesMaintenanceConfig {
+    pub cleaner_enabled: bool,
+    pub interval: HumanDuration,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpConfig {
+    pub enabled: bool,
+    pub address: SocketAddr,
+    pub nodelay: bool,
+    pub max_send_messages_size: ByteSize,
+    pub unauthenticated_timeout: HumanDuration,
+    pub read_timeout: HumanDuration,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeartbeatConfig {
+    pub enabled: bool,
+    pub interval: HumanDuration,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoggingConfig {
+    pub level: String,
+}
+
+/// Why the configuration could not be loaded.
+#[derive(Debug)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Loads the configuration: embedded default, then `file` (if any), then the environment.
+    /// Returns the config and warnings to log once logging is up.
+    pub fn load(
+        file: Option<&Path>,
+        environment: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<(Config, Vec<String>), ConfigError> {
+        let mut table: toml::Table = DEFAULT_CONFIG_TOML
+            .parse()
+            .expect("the embedded default config is valid TOML");
+        let schema = table.clone();
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path).map_err(|error| {
+                ConfigError(format!(
+                    "cannot read config file {}: {error}",
+                    path.display()
+                ))
+            })?;
+            let overrides: toml::Table = text.parse().map_err(|error| {
+                ConfigError(format!(
+                    "config file {} is not valid TOML: {error}",
+                    path.display()
+                ))
+            })?;
+            merge(&mut table, overrides, "")?;
+        }
+        let warnings = env::apply(&mut table, &schema, environment)?;
+        let config: Config = serde_path_to_error::deserialize(table).map_err(|error| {
+            ConfigError(format!(
+                "invalid configuration value for `{}`: {}",
+                error.path(),
+                error.inner()
+            ))
+        })?;
+        config.validate()?;
+        Ok((config, warnings))
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let segment = self.system.segment.size.0;
+        if !(4096..=crate::storage::MAX_SEGMENT_SIZE_BYTES).contains(&segment)
+            || !segment.is_multiple_of(4096)
+        {
+            return Err(ConfigError(format!(
+                "system.segment.size must be a multiple of 4 KiB between 4 KiB and 1 GiB, got {segment} bytes"
+            )));
+        }
+        if let Limit::Limited(max) = self.system.topic.max_size
+            && max.0 < segment
+        {
+            return Err(ConfigError(
+                "system.topic.max_size must be at least system.segment.size".into(),
+            ));
+        }
+        if self.system.partition.messages_required_to_save == 0 {
+            return Err(ConfigError(
+                "system.partition.messages_required_to_save must be at least 1".into(),
+            ));
+        }
+        if self.tcp.max_send_messages_size.0 > u32::MAX as u64 {
+            return Err(ConfigError(
+                "tcp.max_send_messages_size must fit a frame (< 4 GiB)".into(),
+            ));
+        }
+        for (key, value) in [
+            ("message_saver.interval", self.message_saver.interval),
+            (
+                "data_maintenance.messages.interval",
+                self.data_maintenance.messages.interval,
+            ),
+            ("heartbeat.interval", self.heartbeat.interval),
+            ("tcp.read_timeout", self.tcp.read_timeout),
+            (
+                "tcp.unauthenticated_timeout",
+                self.tcp.unauthenticated_timeout,
+            ),
+        ] {
+            if value.0.is_zero() {
+                return Err(ConfigError(format!("{key} must be greater than zero")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Merges `overrides` into `base`, refusing keys the base (the schema) does not have.
+fn merge(base: &mut toml::Table, overrides: toml::Table, prefix: &str) -> Result<(), ConfigError> {
+    for (key, value) in overrides {
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match (base.get_mut(&key), value) {
+            (None, _) => return Err(ConfigError(format!("unknown configuration key `{path}`"))),
+            (Some(toml::Value::Table(base_table)), toml::Value::Table(override_table)) => {
+                merge(base_table, override_table, &path)?;
+            }
+            (Some(toml::Value::Table(_)), _) => {
+                return Err(ConfigError(format!(
+                    "configuration key `{path}` must be a table"
+                )));
+            }
+            (Some(slot), value) => *slot = value,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(file_text: Option<&str>, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("server.toml");
+        if let Some(text) = file_text {
+            std::fs::write(&path, text).unwrap();
+        }
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        Config::load(file_text.map(|_| path.as_path()), env).map(|(config, _)| config)
+    }
+
+    #[test]
+    fn embedded_default_loads_with_documented_values() {
+        let config = load(None, &[]).unwrap();
+        assert_eq!(config.tcp.address, "127.0.0.1:8090".parse().unwrap());
+        assert_eq!(config.system.segment.size, ByteSize(1 << 30));
+        assert_eq!(config.system.partition.ack_mode.0, AckMode::Written);
+        assert!(config.tcp.nodelay);
+        assert_eq!(config.system.topic.max_size, Limit::Unlimited);
+    }
+
+    #[test]
+    fn file_then_environment_override_defaults() {
+        let config = load(
+            Some("[tcp]\naddress = \"127.0.0.1:9000\"\n[system.segment]\nsize = \"64 MiB\"\n"),
+            &[
+                ("IGGY_TCP_ADDRESS", "127.0.0.1:9100"),
+                ("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "4"),
+                ("IGGY_TCP_NODELAY", "false"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(config.tcp.address.port(), 9100);
+        assert_eq!(config.system.segment.size, ByteSize(64 << 20));
+        assert_eq!(config.system.sharding.cpu_allocation, "4");
+        assert!(!config.tcp.nodelay);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_name_the_key() {
+        let error = load(Some("[tcp]\nadress = \"x\"\n"), &[]).unwrap_err().0;
+        assert!(error.contains("tcp.adress"), "{error}");
+        let error = load(Some("[system.segment]\nsize = \"big\"\n"), &[])
+            .unwrap_err()
+            .0;
+        assert!(error.contains("size"), "{error}");
+        let error = load(None, &[("IGGY_TCP_NODELAY", "maybe")]).unwrap_err().0;
+        assert!(error.contains("IGGY_TCP_NODELAY"), "{error}");
+        let error = load(Some("[system.partition]\nack_mode = \"sometimes\"\n"), &[])
+            .unwrap_err()
+            .0;
+        assert!(error.contains("ack mode"), "{error}");
+    }
+}

@@ -1,0 +1,183 @@
+//! Human-readable sizes and durations in the configuration ("1 GiB", "30 s", "none").
+
+use serde::{Deserialize, Deserializer, de};
+use std::fmt;
+use std::time::Duration;
+
+/// A size in bytes, written as `1 GiB`, `100 MB`, `4096` or `4 KiB`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ByteSize(pub u64);
+
+/// A duration, written as `500 ms`, `5 s`, `1 m`, `2 h` or `7 days`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct HumanDuration(pub Duration);
+
+/// A limit that may be switched off: `none`, `never` and `unlimited` mean no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit<T> {
+    Unlimited,
+    Limited(T),
+}
+
+impl<T: Copy> Limit<T> {
+    pub fn get(self) -> Option<T> {
+        match self {
+            Limit::Unlimited => None,
+            Limit::Limited(value) => Some(value),
+        }
+    }
+}
+
+fn split_number(text: &str) -> Result<(f64, String), String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` does not start with a number"))?;
+    Ok((number, unit.trim().to_ascii_lowercase()))
+}
+
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let (number, unit) = split_number(text)?;
+    let multiplier: u64 = match unit.as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "kib" => 1 << 10,
+        "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        "gb" => 1_000_000_000,
+        "gib" => 1 << 30,
+        "tb" => 1_000_000_000_000,
+        "tib" => 1 << 40,
+        other => {
+            return Err(format!(
+                "unknown size unit `{other}` (use B, KB, KiB, MB, MiB, GB, GiB, TB, TiB)"
+            ));
+        }
+    };
+    let bytes = number * multiplier as f64;
+    if !bytes.is_finite() || bytes > u64::MAX as f64 {
+        return Err(format!("size `{text}` is too large"));
+    }
+    Ok(bytes as u64)
+}
+
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let (number, unit) = split_number(text)?;
+    let seconds = match unit.as_str() {
+        "us" | "µs" => number / 1e6,
+        "ms" => number / 1e3,
+        "" | "s" | "sec" | "secs" | "second" | "seconds" => number,
+        "m" | "min" | "mins" | "minute" | "minutes" => number * 60.0,
+        "h" | "hour" | "hours" => number * 3600.0,
+        "d" | "day" | "days" => number * 86_400.0,
+        other => {
+            return Err(format!(
+                "unknown duration unit `{other}` (use ms, s, m, h, days)"
+            ));
+        }
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|_| format!("duration `{text}` is out of range"))
+}
+
+fn is_unlimited(text: &str) -> bool {
+    matches!(
+        text.trim().to_ascii_lowercase().as_str(),
+        "none" | "never" | "unlimited"
+    )
+}
+
+struct Visitor<F>(F, &'static str);
+
+impl<'de, T, F: Fn(&str) -> Result<T, String>> de::Visitor<'de> for Visitor<F> {
+    type Value = T;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.1)
+    }
+
+    fn visit_str<E: de::Error>(self, value: &str) -> Result<T, E> {
+        (self.0)(value).map_err(E::custom)
+    }
+
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<T, E> {
+        self.visit_str(&value.to_string())
+    }
+
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<T, E> {
+        self.visit_str(&value.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(Visitor(
+            |text: &str| parse_size(text).map(ByteSize),
+            "a size such as \"1 GiB\"",
+        ))
+    }
+}
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(Visitor(
+            |text: &str| parse_duration(text).map(HumanDuration),
+            "a duration such as \"30 s\"",
+        ))
+    }
+}
+
+impl<'de> Deserialize<'de> for Limit<ByteSize> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(Visitor(
+            |text: &str| {
+                if is_unlimited(text) {
+                    Ok(Limit::Unlimited)
+                } else {
+                    parse_size(text).map(|b| Limit::Limited(ByteSize(b)))
+                }
+            },
+            "a size or \"unlimited\"",
+        ))
+    }
+}
+
+impl<'de> Deserialize<'de> for Limit<HumanDuration> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(Visitor(
+            |text: &str| {
+                if is_unlimited(text) {
+                    Ok(Limit::Unlimited)
+                } else {
+                    parse_duration(text).map(|d| Limit::Limited(HumanDuration(d)))
+                }
+            },
+            "a duration or \"none\"",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_durations_parse() {
+        assert_eq!(parse_size("1 GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("100 MB"), Ok(100_000_000));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("1.5 KiB"), Ok(1536));
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("GiB").is_err());
+        assert_eq!(parse_duration("30 s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500 ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(
+            parse_duration("7 days"),
+            Ok(Duration::from_secs(7 * 86_400))
+        );
+        assert!(parse_duration("5 fortnights").is_err());
+    }
+}

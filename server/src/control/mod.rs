@@ -1,0 +1,233 @@
+//! Shard 0's control lane: the only writer of the metadata.
+//!
+//! Metadata changes from every shard arrive here over one `flume` channel and run one at a
+//! time, in arrival order, each to completion: validate against the current metadata, append
+//! the op to the metadata log and fsync it, publish it through the left-right writer, then do
+//! the side effects (directories, partitions opened or closed on their owners), and reply.
+//! A change is therefore durable before anyone sees it, and a crash after the log append is
+//! completed at the next boot (missing partition directories are created, orphaned ones
+//! removed). Data-plane traffic never waits on this lane.
+
+mod groups;
+mod streams;
+mod tokens;
+mod topics;
+mod users;
+
+use crate::metadata::log::MetadataLog;
+use crate::metadata::{Metadata, MetadataOp, User};
+use crate::permissions::{Action, allowed};
+use crate::shard::Shard;
+use crate::shard::message::{ShardMessage, reply_channel};
+use crate::shard::table::{PartitionKey, PartitionState};
+use rill_core::ErrorCode;
+use rill_core::requests::Request;
+use std::rc::Rc;
+
+pub use tokens::{MAX_TOKENS_PER_USER, TOKEN_NAME_LENGTH};
+pub use users::{RootCredentials, user_details};
+
+/// A metadata change sent to shard 0.
+pub struct ControlRequest {
+    pub request: Request,
+    pub user_id: u32,
+    pub reply: flume::Sender<Result<Vec<u8>, ErrorCode>>,
+}
+
+pub struct ControlPlane {
+    shard: Rc<Shard>,
+    writer: left_right::WriteHandle<Metadata, MetadataOp>,
+    log: MetadataLog,
+}
+
+impl ControlPlane {
+    pub fn new(
+        shard: Rc<Shard>,
+        writer: left_right::WriteHandle<Metadata, MetadataOp>,
+        log: MetadataLog,
+    ) -> Self {
+        ControlPlane { shard, writer, log }
+    }
+
+    /// Serves control requests until every sender is gone, and removes expired personal access
+    /// tokens between them every `token_cleanup_interval`.
+    pub async fn run(
+        mut self,
+        requests: flume::Receiver<ControlRequest>,
+        token_cleanup_interval: std::time::Duration,
+    ) {
+        let mut next_cleanup = std::time::Instant::now() + token_cleanup_interval;
+        loop {
+            let wait = next_cleanup.saturating_duration_since(std::time::Instant::now());
+            let next = compio::time::timeout(wait, requests.recv_async()).await;
+            let Ok(next) = next else {
+                match self.delete_expired_tokens().await {
+                    Ok(0) => {}
+                    Ok(count) => tracing::info!(count, "deleted expired personal access tokens"),
+                    Err(code) => {
+                        tracing::warn!(%code, "cannot delete expired personal access tokens")
+                    }
+                }
+                next_cleanup = std::time::Instant::now() + token_cleanup_interval;
+                continue;
+            };
+            let Ok(ControlRequest {
+                request,
+                user_id,
+                reply,
+            }) = next
+            else {
+                break;
+            };
+            let command = request.command();
+            let result = self.execute(request, user_id).await;
+            if let Err(code) = result {
+                tracing::debug!(%command, %code, "control request refused");
+            }
+            let _ = reply.send(result);
+        }
+    }
+
+    async fn execute(&mut self, request: Request, user_id: u32) -> Result<Vec<u8>, ErrorCode> {
+        let user = self.user(user_id)?;
+        match request {
+            Request::CreateStream(request) => self.create_stream(&user, request).await,
+            Request::UpdateStream(request) => self.update_stream(&user, request).await,
+            Request::DeleteStream(request) => self.delete_stream(&user, request).await,
+            Request::CreateTopic(request) => self.create_topic(&user, request).await,
+            Request::UpdateTopic(request) => self.update_topic(&user, request).await,
+            Request::DeleteTopic(request) => self.delete_topic(&user, request).await,
+            Request::CreatePartitions(request) => self.create_partitions(&user, request).await,
+            Request::DeletePartitions(request) => self.delete_partitions(&user, request).await,
+            Request::CreateUser(request) => self.create_user(&user, request).await,
+            Request::DeleteUser(request) => self.delete_user(&user, request).await,
+            Request::UpdateUser(request) => self.update_user(&user, request).await,
+            Request::UpdatePermissions(request) => self.update_permissions(&user, request).await,
+            Request::ChangePassword(request) => self.change_password(&user, request).await,
+            Request::CreatePersonalAccessToken(request) => self.create_token(&user, request).await,
+            Request::DeletePersonalAccessToken(request) => self.delete_token(&user, request).await,
+            Request::CreateConsumerGroup(request) => self.create_group(&user, request).await,
+            Request::DeleteConsumerGroup(request) => self.delete_group(&user, request).await,
+            other => {
+                tracing::error!(command = %other.command(), "not a control-plane command");
+                Err(ErrorCode::InvalidCommand)
+            }
+        }
+    }
+
+    fn metadata<R>(&self, read: impl FnOnce(&Metadata) -> R) -> Result<R, ErrorCode> {
+        self.shard.metadata(read)
+    }
+
+    fn user(&self, user_id: u32) -> Result<User, ErrorCode> {
+        self.metadata(|metadata| metadata.users.get(&user_id).cloned())?
+            .ok_or(ErrorCode::Unauthenticated)
+    }
+
+    fn require(user: &User, action: Action) -> Result<(), ErrorCode> {
+        if allowed(user, action) {
+            Ok(())
+        } else {
+            Err(ErrorCode::Unauthorized)
+        }
+    }
+
+    /// Makes `op` durable, then visible. Compacts the log when it has grown past its threshold.
+    async fn commit(&mut self, op: MetadataOp) -> Result<(), ErrorCode> {
+        self.log.append(&op).await.map_err(|error| {
+            tracing::error!(%error, "cannot append to the metadata log");
+            ErrorCode::IoError
+        })?;
+        self.writer.append(op);
+        self.writer.publish();
+        if self.log.needs_snapshot() {
+            let state = self.metadata(Metadata::clone)?;
+            let before = self.log.len();
+            match self.log.snapshot(&state) {
+                Ok(()) => {
+                    tracing::info!(log_bytes = before, "metadata log compacted into a snapshot")
+                }
+                Err(error) => {
+                    tracing::error!(%error, "cannot write metadata snapshot; the log keeps growing")
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops the runtime membership of a deleted stream's or topic's groups.
+    fn forget_groups(&self, stream_id: u32, topic_id: Option<u32>) {
+        let shared = &self.shard.shared;
+        for (key, members) in shared.groups.remove_where(stream_id, topic_id) {
+            for client_id in members {
+                shared
+                    .clients
+                    .leave_group(client_id, (key.stream_id, key.topic_id, key.group_id));
+            }
+        }
+    }
+
+    /// Registers new partitions as creating, has their owners open them, then marks them ready.
+    async fn open_partitions(
+        &self,
+        keys: impl IntoIterator<Item = PartitionKey>,
+    ) -> Result<(), ErrorCode> {
+        let shared = &self.shard.shared;
+        let mut pending = Vec::new();
+        for key in keys {
+            let owner = key.owner(shared.shard_count);
+            shared.shards_table.insert_creating(key, owner);
+            let (reply, response) = reply_channel();
+            shared.inboxes[owner as usize]
+                .send_async(ShardMessage::OpenPartition { key, reply })
+                .await
+                .map_err(|_| ErrorCode::ShardCommunicationError)?;
+            pending.push((key, response));
+        }
+        let mut result = Ok(());
+        for (key, response) in pending {
+            match response.recv_async().await {
+                Ok(Ok(())) => {}
+                Ok(Err(code)) => {
+                    tracing::error!(partition = %key, %code, "partition could not be opened");
+                    result = Err(code);
+                }
+                Err(_) => result = Err(ErrorCode::ShardCommunicationError),
+            }
+        }
+        result
+    }
+
+    /// Fences partitions (no new request reaches them), has their owners close them and delete
+    /// their files, then forgets them.
+    async fn close_partitions(&self, keys: Vec<PartitionKey>) {
+        let shared = &self.shard.shared;
+        let mut pending = Vec::new();
+        for key in &keys {
+            shared.shards_table.set_state(key, PartitionState::Deleting);
+        }
+        for key in keys {
+            let Some(slot) = shared.shards_table.get(&key) else {
+                continue;
+            };
+            let (reply, response) = reply_channel();
+            if shared.inboxes[slot.shard as usize]
+                .send_async(ShardMessage::ClosePartition {
+                    key,
+                    delete: true,
+                    reply,
+                })
+                .await
+                .is_ok()
+            {
+                pending.push((key, response));
+            }
+        }
+        for (key, response) in pending {
+            if let Ok(Err(code)) = response.recv_async().await {
+                tracing::error!(partition = %key, %code, "partition could not be deleted cleanly");
+            }
+            shared.shards_table.remove(&key);
+        }
+    }
+}

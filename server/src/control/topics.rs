@@ -1,0 +1,258 @@
+//! Topic and partition changes.
+
+use super::ControlPlane;
+use super::streams::remove_dir;
+use crate::metadata::{MetadataOp, TopicSettings, User, lowest_free_id};
+use crate::permissions::Action;
+use crate::shard::partitions::topic_dir;
+use crate::shard::table::PartitionKey;
+use crate::views;
+use rill_core::requests::{
+    CreatePartitions, CreateTopic, DeletePartitions, DeleteTopic, UpdateTopic,
+};
+use rill_core::{Encode, ErrorCode};
+
+/// Most partitions one request may create (protocol.md 4.5).
+const MAX_PARTITIONS_PER_REQUEST: u32 = 1000;
+
+impl ControlPlane {
+    /// Applies server defaults to a topic's expiry and size (0 = server default).
+    fn resolve_settings(
+        &self,
+        name: String,
+        compression: rill_core::primitives::CompressionAlgorithm,
+        message_expiry: u64,
+        max_topic_size: u64,
+        replication_factor: u8,
+    ) -> Result<TopicSettings, ErrorCode> {
+        let system = &self.shard.shared.config.system;
+        let message_expiry = match message_expiry {
+            0 => system
+                .topic
+                .message_expiry
+                .get()
+                .map_or(u64::MAX, |expiry| expiry.0.as_micros() as u64),
+            value => value,
+        };
+        let max_topic_size = match max_topic_size {
+            0 => system.topic.max_size.get().map_or(u64::MAX, |size| size.0),
+            value => value,
+        };
+        if max_topic_size != u64::MAX && max_topic_size < system.segment.size.0 {
+            return Err(ErrorCode::InvalidTopicSize);
+        }
+        Ok(TopicSettings {
+            name,
+            compression,
+            message_expiry,
+            max_topic_size,
+            replication_factor: replication_factor.max(1),
+        })
+    }
+
+    pub(super) async fn create_topic(
+        &mut self,
+        user: &User,
+        request: CreateTopic,
+    ) -> Result<Vec<u8>, ErrorCode> {
+        if request.partitions_count > MAX_PARTITIONS_PER_REQUEST {
+            return Err(ErrorCode::TooManyPartitions);
+        }
+        let name = request.name.into_string();
+        let (stream_id, id) = self.metadata(|metadata| {
+            let stream = metadata
+                .stream(&request.stream_id)
+                .ok_or(ErrorCode::StreamIdNotFound)?;
+            if stream.topics.values().any(|topic| topic.name == name) {
+                return Err(ErrorCode::TopicNameAlreadyExists);
+            }
+            Ok((
+                stream.id,
+                lowest_free_id(&stream.topics).ok_or(ErrorCode::InvalidTopicId)?,
+            ))
+        })??;
+        Self::require(user, Action::CreateTopic(stream_id))?;
+        let settings = self.resolve_settings(
+            name,
+            request.compression_algorithm,
+            request.message_expiry,
+            request.max_topic_size,
+            request.replication_factor,
+        )?;
+        let created_at = crate::time::now_micros();
+        let partitions_count = request.partitions_count;
+        self.commit(MetadataOp::CreateTopic {
+            stream_id,
+            id,
+            created_at,
+            settings,
+            partitions_count,
+        })
+        .await?;
+        self.open_partitions((0..partitions_count).map(|p| PartitionKey::new(stream_id, id, p)))
+            .await?;
+        let table = &self.shard.shared.shards_table;
+        let mut details = self.metadata(|metadata| {
+            views::topic_details(
+                table,
+                stream_id,
+                metadata.topic_by_ids(stream_id, id).expect("just created"),
+            )
+        })?;
+        // Upstream reports 0 segments for a freshly created topic; so do we, for identical bytes.
+        for partition in &mut details.partitions {
+            partition.segments_count = 0;
+        }
+        Ok(details.to_bytes())
+    }
+
+    pub(super) async fn update_topic(
+        &mut self,
+        user: &User,
+        request: UpdateTopic,
+    ) -> Result<Vec<u8>, ErrorCode> {
+        let name = request.name.into_string();
+        let (stream_id, id) = self.metadata(|metadata| {
+            let stream = metadata
+                .stream(&request.stream_id)
+                .ok_or(ErrorCode::StreamIdNotFound)?;
+            let topic = stream
+                .topic(&request.topic_id)
+                .ok_or(ErrorCode::TopicIdNotFound)?;
+            if stream
+                .topics
+                .values()
+                .any(|other| other.name == name && other.id != topic.id)
+            {
+                return Err(ErrorCode::TopicNameAlreadyExists);
+            }
+            Ok((stream.id, topic.id))
+        })??;
+        Self::require(user, Action::ManageTopic(stream_id, id))?;
+        let settings = self.resolve_settings(
+            name,
+            request.compression_algorithm,
+            request.message_expiry,
+            request.max_topic_size,
+            request.replication_factor,
+        )?;
+        self.commit(MetadataOp::UpdateTopic {
+            stream_id,
+            id,
+            settings,
+        })
+        .await?;
+        Ok(Vec::new())
+    }
+
+    pub(super) async fn delete_topic(
+        &mut self,
+        user: &User,
+        request: DeleteTopic,
+    ) -> Result<Vec<u8>, ErrorCode> {
+        let (stream_id, id, keys) = self.metadata(|metadata| {
+            let stream = metadata
+                .stream(&request.stream_id)
+                .ok_or(ErrorCode::StreamIdNotFound)?;
+            let topic = stream
+                .topic(&request.topic_id)
+                .ok_or(ErrorCode::TopicIdNotFound)?;
+            let keys: Vec<_> = topic
+                .partitions
+                .iter()
+                .map(|p| PartitionKey::new(stream.id, topic.id, p.id))
+                .collect();
+            Ok::<_, ErrorCode>((stream.id, topic.id, keys))
+        })??;
+        Self::require(user, Action::ManageTopic(stream_id, id))?;
+        self.commit(MetadataOp::DeleteTopic { stream_id, id })
+            .await?;
+        self.forget_groups(stream_id, Some(id));
+        self.close_partitions(keys).await;
+        remove_dir(&topic_dir(
+            &self.shard.shared.config.system.path,
+            stream_id,
+            id,
+        ));
+        Ok(Vec::new())
+    }
+
+    pub(super) async fn create_partitions(
+        &mut self,
+        user: &User,
+        request: CreatePartitions,
+    ) -> Result<Vec<u8>, ErrorCode> {
+        if request.partitions_count == 0 || request.partitions_count > MAX_PARTITIONS_PER_REQUEST {
+            return Err(ErrorCode::TooManyPartitions);
+        }
+        let (stream_id, topic_id, existing) = self.metadata(|metadata| {
+            let stream = metadata
+                .stream(&request.stream_id)
+                .ok_or(ErrorCode::StreamIdNotFound)?;
+            let topic = stream
+                .topic(&request.topic_id)
+                .ok_or(ErrorCode::TopicIdNotFound)?;
+            Ok::<_, ErrorCode>((stream.id, topic.id, topic.partitions.len() as u32))
+        })??;
+        Self::require(user, Action::ManageTopic(stream_id, topic_id))?;
+        let count = request.partitions_count;
+        let created_at = crate::time::now_micros();
+        self.commit(MetadataOp::CreatePartitions {
+            stream_id,
+            topic_id,
+            count,
+            created_at,
+        })
+        .await?;
+        self.open_partitions(
+            (existing..existing + count).map(|p| PartitionKey::new(stream_id, topic_id, p)),
+        )
+        .await?;
+        self.shard
+            .shared
+            .groups
+            .set_partitions_count(stream_id, topic_id, existing + count);
+        Ok(Vec::new())
+    }
+
+    pub(super) async fn delete_partitions(
+        &mut self,
+        user: &User,
+        request: DeletePartitions,
+    ) -> Result<Vec<u8>, ErrorCode> {
+        if request.partitions_count == 0 {
+            return Err(ErrorCode::TooManyPartitions);
+        }
+        let (stream_id, topic_id, existing) = self.metadata(|metadata| {
+            let stream = metadata
+                .stream(&request.stream_id)
+                .ok_or(ErrorCode::StreamIdNotFound)?;
+            let topic = stream
+                .topic(&request.topic_id)
+                .ok_or(ErrorCode::TopicIdNotFound)?;
+            Ok::<_, ErrorCode>((stream.id, topic.id, topic.partitions.len() as u32))
+        })??;
+        Self::require(user, Action::ManageTopic(stream_id, topic_id))?;
+        let count = request.partitions_count;
+        if count > existing {
+            return Err(ErrorCode::InvalidPartitionsCount);
+        }
+        self.commit(MetadataOp::DeletePartitions {
+            stream_id,
+            topic_id,
+            count,
+        })
+        .await?;
+        self.shard
+            .shared
+            .groups
+            .set_partitions_count(stream_id, topic_id, existing - count);
+        self.close_partitions(
+            (existing - count..existing)
+                .map(|p| PartitionKey::new(stream_id, topic_id, p))
+                .collect(),
+        )
+        .await;
+        Ok(Vec::new())
+    }
+}

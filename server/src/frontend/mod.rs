@@ -1,0 +1,107 @@
+//! Transport front-ends. Every transport turns bytes into (code, payload) frames and hands them
+//! to [`process_frame`], which decodes, authenticates, routes and encodes the response the same
+//! way for all of them; a transport only moves bytes.
+
+pub mod tcp;
+
+use crate::handlers::{self, Response, Session};
+use crate::shard::Shard;
+use bytes::{Bytes, BytesMut};
+use rill_core::frame::ResponseHeader;
+use rill_core::{ErrorCode, Request};
+use std::time::Instant;
+
+/// Most iovecs one response write carries; longer poll responses are coalesced.
+const MAX_IOVECS: usize = 512;
+
+/// A response frame ready to be written with one vectored write.
+pub struct ResponseFrame {
+    pub chunks: Vec<Bytes>,
+    /// The status, so the transport can close after the statuses that require it.
+    pub status: Option<ErrorCode>,
+}
+
+impl ResponseFrame {
+    pub fn error(code: ErrorCode) -> Self {
+        ResponseFrame {
+            chunks: vec![Bytes::copy_from_slice(
+                &ResponseHeader::error(code).to_bytes(),
+            )],
+            status: Some(code),
+        }
+    }
+
+    fn ok(response: Response) -> Self {
+        let header = ResponseHeader::ok(response.len()).to_bytes();
+        let chunks = match response {
+            Response::Empty => vec![Bytes::copy_from_slice(&header)],
+            Response::Bytes(payload) => {
+                let mut frame = Vec::with_capacity(8 + payload.len());
+                frame.extend_from_slice(&header);
+                frame.extend_from_slice(&payload);
+                vec![Bytes::from(frame)]
+            }
+            Response::Polled {
+                header: poll_header,
+                chunks,
+            } => {
+                let mut first = Vec::with_capacity(8 + poll_header.len());
+                first.extend_from_slice(&header);
+                first.extend_from_slice(&poll_header);
+                if chunks.len() + 1 > MAX_IOVECS {
+                    let total = first.len() + chunks.iter().map(Bytes::len).sum::<usize>();
+                    let mut frame = Vec::with_capacity(total);
+                    frame.extend_from_slice(&first);
+                    chunks
+                        .iter()
+                        .for_each(|chunk| frame.extend_from_slice(chunk));
+                    vec![Bytes::from(frame)]
+                } else {
+                    let mut all = Vec::with_capacity(chunks.len() + 1);
+                    all.push(Bytes::from(first));
+                    all.extend(chunks);
+                    all
+                }
+            }
+        };
+        ResponseFrame {
+            chunks,
+            status: None,
+        }
+    }
+
+    /// After this response the connection must close (protocol.md 1.3).
+    pub fn closes_connection(&self) -> bool {
+        self.status.is_some_and(ErrorCode::closes_connection)
+    }
+}
+
+/// Decodes and handles one request frame.
+pub async fn process_frame(
+    shard: &Shard,
+    session: &mut Session,
+    code: u32,
+    payload: BytesMut,
+) -> ResponseFrame {
+    let started = Instant::now();
+    let request = match Request::decode(code, payload) {
+        Ok(request) => request,
+        Err(error) => {
+            tracing::debug!(client_id = session.client_id, code, %error, "malformed request");
+            return ResponseFrame::error(error.code);
+        }
+    };
+    let command = request.command();
+    let result = handlers::handle(shard, session, request).await;
+    let elapsed = started.elapsed();
+    match result {
+        Ok(response) => {
+            tracing::trace!(client_id = session.client_id, %command, ?elapsed, "request handled");
+            ResponseFrame::ok(response)
+        }
+        Err(code) => {
+            tracing::debug!(client_id = session.client_id, %command, %code, ?elapsed, "request failed");
+            ResponseFrame::error(code)
+        }
+    }
+}

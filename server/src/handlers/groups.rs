@@ -1,0 +1,145 @@
+//! Consumer group reads, join and leave.
+
+use super::{HandlerResult, Response, Session, check, resolve};
+use crate::groups::GroupKey;
+use crate::permissions::Action;
+use crate::shard::Shard;
+use rill_core::ErrorCode;
+use rill_core::primitives::{Identifier, Name};
+use rill_core::requests::{
+    GetConsumerGroup, GetConsumerGroups, JoinConsumerGroup, LeaveConsumerGroup,
+};
+use rill_core::responses::{ConsumerGroupDetails, ConsumerGroupInfo, ConsumerGroupMember};
+
+fn group_info(
+    shard: &Shard,
+    key: GroupKey,
+    name: &str,
+    partitions_count: u32,
+) -> ConsumerGroupDetails {
+    let members: Vec<_> = shard
+        .shared
+        .groups
+        .members(&key)
+        .into_iter()
+        .map(|(id, partitions)| ConsumerGroupMember { id, partitions })
+        .collect();
+    ConsumerGroupDetails {
+        group: ConsumerGroupInfo {
+            id: key.group_id,
+            partitions_count,
+            members_count: members.len() as u32,
+            name: Name::new(name).expect("validated on creation"),
+        },
+        members,
+    }
+}
+
+pub fn get_group(shard: &Shard, user_id: u32, request: GetConsumerGroup) -> HandlerResult {
+    shard.metadata(|metadata| {
+        let Ok((stream, topic)) = resolve(metadata, &request.stream_id, &request.topic_id) else {
+            return Ok(Response::Empty);
+        };
+        let Some(group) = topic.group(&request.group_id) else {
+            return Ok(Response::Empty);
+        };
+        check(metadata, user_id, Action::ReadTopic(stream.id, topic.id))?;
+        let key = GroupKey {
+            stream_id: stream.id,
+            topic_id: topic.id,
+            group_id: group.id,
+        };
+        Ok(Response::encoded(&group_info(
+            shard,
+            key,
+            &group.name,
+            topic.partitions.len() as u32,
+        )))
+    })?
+}
+
+pub fn get_groups(shard: &Shard, user_id: u32, request: GetConsumerGroups) -> HandlerResult {
+    shard.metadata(|metadata| {
+        let Ok((stream, topic)) = resolve(metadata, &request.stream_id, &request.topic_id) else {
+            return Ok(Response::Empty);
+        };
+        check(metadata, user_id, Action::ReadTopic(stream.id, topic.id))?;
+        let groups: Vec<_> = topic
+            .groups
+            .values()
+            .map(|group| {
+                let key = GroupKey {
+                    stream_id: stream.id,
+                    topic_id: topic.id,
+                    group_id: group.id,
+                };
+                group_info(shard, key, &group.name, topic.partitions.len() as u32).group
+            })
+            .collect();
+        Ok(Response::encoded(&groups))
+    })?
+}
+
+/// Resolves a group and checks that the user may poll its topic.
+pub(super) fn resolve_group(
+    shard: &Shard,
+    user_id: u32,
+    stream_id: &Identifier,
+    topic_id: &Identifier,
+    group_id: &Identifier,
+) -> Result<GroupKey, ErrorCode> {
+    shard.metadata(|metadata| {
+        let (stream, topic) = resolve(metadata, stream_id, topic_id)?;
+        check(metadata, user_id, Action::PollMessages(stream.id, topic.id))?;
+        let group = topic
+            .group(group_id)
+            .ok_or(ErrorCode::ConsumerGroupIdNotFound)?;
+        Ok(GroupKey {
+            stream_id: stream.id,
+            topic_id: topic.id,
+            group_id: group.id,
+        })
+    })?
+}
+
+pub fn join(
+    shard: &Shard,
+    session: &Session,
+    user_id: u32,
+    request: JoinConsumerGroup,
+) -> HandlerResult {
+    let key = resolve_group(
+        shard,
+        user_id,
+        &request.stream_id,
+        &request.topic_id,
+        &request.group_id,
+    )?;
+    shard.shared.groups.join(&key, session.client_id)?;
+    shard.shared.clients.join_group(
+        session.client_id,
+        (key.stream_id, key.topic_id, key.group_id),
+    );
+    Ok(Response::Empty)
+}
+
+pub fn leave(
+    shard: &Shard,
+    session: &Session,
+    user_id: u32,
+    request: LeaveConsumerGroup,
+) -> HandlerResult {
+    let key = resolve_group(
+        shard,
+        user_id,
+        &request.stream_id,
+        &request.topic_id,
+        &request.group_id,
+    )?;
+    shard.shared.groups.leave(&key, session.client_id)?;
+    shard.shared.clients.leave_group(
+        session.client_id,
+        (key.stream_id, key.topic_id, key.group_id),
+    );
+    Ok(Response::Empty)
+}

@@ -1,0 +1,200 @@
+//! SendMessages, PollMessages, FlushUnsavedBuffer, DeleteSegments: routed to the partition's
+//! owner.
+
+use super::groups::resolve_group;
+use super::{HandlerResult, Response, Session, check, resolve};
+use crate::permissions::Action;
+use crate::shard::Shard;
+use crate::shard::message::{ConsumerKey, DataOp, DataReply};
+use crate::shard::table::PartitionKey;
+use rill_core::ErrorCode;
+use rill_core::message::encode_poll_header;
+use rill_core::primitives::{Consumer, ConsumerKind, Identifier, Partitioning};
+use rill_core::requests::{DeleteSegments, FlushUnsavedBuffer, PollMessages, SendMessages};
+
+/// Maps a consumer to the key its offsets are stored under: numeric ids as they are, names
+/// through xxHash32 (as upstream).
+pub(super) fn consumer_key(consumer: &Consumer) -> ConsumerKey {
+    let id = match &consumer.id {
+        Identifier::Numeric(id) => *id,
+        Identifier::String(name) => xxhash_rust::xxh32::xxh32(name.as_str().as_bytes(), 0),
+    };
+    match consumer.kind {
+        ConsumerKind::Consumer => ConsumerKey::Consumer(id),
+        ConsumerKind::ConsumerGroup => ConsumerKey::Group(id),
+    }
+}
+
+pub async fn send(shard: &Shard, user_id: u32, request: SendMessages) -> HandlerResult {
+    let key = shard.metadata(|metadata| {
+        let (stream, topic) = resolve(metadata, &request.stream_id, &request.topic_id)?;
+        check(metadata, user_id, Action::SendMessages(stream.id, topic.id))?;
+        let partitions_count = topic.partitions.len() as u32;
+        let partition_id = match &request.partitioning {
+            Partitioning::PartitionId(id) if *id < partitions_count => *id,
+            Partitioning::PartitionId(_) => return Err(ErrorCode::PartitionNotFound),
+            _ if partitions_count == 0 => return Err(ErrorCode::NoPartitions),
+            Partitioning::Balanced => {
+                shard
+                    .shared
+                    .next_balanced(stream.id, topic.id, partitions_count)
+            }
+            Partitioning::MessagesKey(key) => {
+                rill_core::hash::partition_for_key(key, partitions_count)
+                    .expect("partitions_count > 0")
+            }
+        };
+        Ok(PartitionKey::new(stream.id, topic.id, partition_id))
+    })??;
+    shard
+        .data(
+            key,
+            DataOp::Append {
+                batch: request.batch,
+            },
+        )
+        .await?;
+    Ok(Response::Empty)
+}
+
+pub async fn poll(
+    shard: &Shard,
+    session: &Session,
+    user_id: u32,
+    request: PollMessages,
+) -> HandlerResult {
+    let (key, consumer) = match request.consumer.kind {
+        ConsumerKind::Consumer => {
+            let key = shard.metadata(|metadata| {
+                let (stream, topic) = resolve(metadata, &request.stream_id, &request.topic_id)?;
+                check(metadata, user_id, Action::PollMessages(stream.id, topic.id))?;
+                let partition_id = request.partition_id.0.unwrap_or(0);
+                if partition_id as usize >= topic.partitions.len() {
+                    return Err(ErrorCode::PartitionNotFound);
+                }
+                Ok(PartitionKey::new(stream.id, topic.id, partition_id))
+            })??;
+            (key, consumer_key(&request.consumer))
+        }
+        ConsumerKind::ConsumerGroup => {
+            let group = resolve_group(
+                shard,
+                user_id,
+                &request.stream_id,
+                &request.topic_id,
+                &request.consumer.id,
+            )?;
+            let groups = &shard.shared.groups;
+            let partition_id = match request.partition_id.0 {
+                Some(partition_id) if groups.owns(&group, session.client_id, partition_id)? => {
+                    partition_id
+                }
+                // A partition the member does not own (any more): nothing to read there.
+                Some(partition_id) => {
+                    return Ok(empty_poll(
+                        shard,
+                        group.stream_id,
+                        group.topic_id,
+                        partition_id,
+                    ));
+                }
+                None => match groups.next_partition(&group, session.client_id)? {
+                    Some(partition_id) => partition_id,
+                    None => return Ok(empty_poll(shard, group.stream_id, group.topic_id, 0)),
+                },
+            };
+            (
+                PartitionKey::new(group.stream_id, group.topic_id, partition_id),
+                ConsumerKey::Group(group.group_id),
+            )
+        }
+    };
+    let op = DataOp::Poll {
+        strategy: request.strategy,
+        count: request.count,
+        consumer: Some(consumer),
+        auto_commit: request.auto_commit,
+    };
+    match shard.data(key, op).await? {
+        DataReply::Polled(polled) => Ok(Response::Polled {
+            header: encode_poll_header(polled.partition_id, polled.current_offset, polled.count),
+            chunks: polled.chunks,
+        }),
+        _ => Err(ErrorCode::Error),
+    }
+}
+
+/// An empty poll result for a partition (a group member polling nothing it owns).
+fn empty_poll(shard: &Shard, stream_id: u32, topic_id: u32, partition_id: u32) -> Response {
+    let current_offset = shard
+        .shared
+        .shards_table
+        .counters(&PartitionKey::new(stream_id, topic_id, partition_id))
+        .map_or(0, |counters| counters.current_offset());
+    Response::Polled {
+        header: encode_poll_header(partition_id, current_offset, 0),
+        chunks: Vec::new(),
+    }
+}
+
+fn partition_key(
+    shard: &Shard,
+    user_id: u32,
+    stream_id: &Identifier,
+    topic_id: &Identifier,
+    partition_id: u32,
+    action: fn(u32, u32) -> Action,
+) -> Result<PartitionKey, ErrorCode> {
+    shard.metadata(|metadata| {
+        let (stream, topic) = resolve(metadata, stream_id, topic_id)?;
+        check(metadata, user_id, action(stream.id, topic.id))?;
+        if partition_id as usize >= topic.partitions.len() {
+            return Err(ErrorCode::PartitionNotFound);
+        }
+        Ok(PartitionKey::new(stream.id, topic.id, partition_id))
+    })?
+}
+
+pub async fn flush(shard: &Shard, user_id: u32, request: FlushUnsavedBuffer) -> HandlerResult {
+    let key = partition_key(
+        shard,
+        user_id,
+        &request.stream_id,
+        &request.topic_id,
+        request.partition_id,
+        Action::SendMessages,
+    )?;
+    shard
+        .data(
+            key,
+            DataOp::Flush {
+                fsync: request.fsync,
+            },
+        )
+        .await?;
+    Ok(Response::Empty)
+}
+
+pub async fn delete_segments(
+    shard: &Shard,
+    user_id: u32,
+    request: DeleteSegments,
+) -> HandlerResult {
+    let key = partition_key(
+        shard,
+        user_id,
+        &request.stream_id,
+        &request.topic_id,
+        request.partition_id,
+        Action::ManageTopic,
+    )?;
+    shard
+        .data(
+            key,
+            DataOp::DeleteSegments {
+                count: request.segments_count,
+            },
+        )
+        .await?;
+    Ok(Response::Empty)
+}

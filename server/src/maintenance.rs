@@ -1,0 +1,90 @@
+//! Periodic work each shard does on the partitions it owns: writing messages buffered in
+//! `memory` ack mode (the message saver) and deleting expired or oversized segments (the
+//! cleaner). Both run as tasks on the shard and never block request handling.
+
+use crate::shard::Shard;
+use crate::shard::table::PartitionKey;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+
+pub fn spawn_periodic_tasks(shard: &Rc<Shard>) {
+    let config = &shard.shared.config;
+    if config.message_saver.enabled {
+        let shard = shard.clone();
+        let period = config.message_saver.interval.0;
+        compio::runtime::spawn(async move {
+            while !shard.is_shutting_down() {
+                compio::time::sleep(period).await;
+                for partition in shard.local_partitions() {
+                    if let Err(error) = partition.storage.flush(false).await {
+                        tracing::warn!(partition = %partition.key, %error, "periodic flush failed");
+                    }
+                    partition.refresh_counters();
+                }
+            }
+        })
+        .detach();
+    }
+    if config.data_maintenance.messages.cleaner_enabled {
+        let shard = shard.clone();
+        let period = config.data_maintenance.messages.interval.0;
+        compio::runtime::spawn(async move {
+            while !shard.is_shutting_down() {
+                compio::time::sleep(period).await;
+                clean(&shard).await;
+            }
+        })
+        .detach();
+    }
+}
+
+/// Applies each local partition's retention: message expiry by segment age, and the topic's
+/// max size. A topic's size spans partitions on several shards, so each shard reads the total
+/// from the shared counters and deletes the oldest sealed segment of its own partitions of that
+/// topic while the topic is over its limit.
+async fn clean(shard: &Shard) {
+    let now = crate::time::now_micros();
+    for partition in shard.local_partitions() {
+        match partition.storage.apply_retention(now).await {
+            Ok(outcome) if outcome.segments_deleted > 0 => {
+                tracing::info!(partition = %partition.key, segments = outcome.segments_deleted, "deleted expired segments");
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(partition = %partition.key, %error, "retention failed"),
+        }
+        let key = partition.key;
+        let Ok(Some(max_size)) = shard.metadata(|metadata| {
+            metadata
+                .topic_by_ids(key.stream_id, key.topic_id)
+                .map(|topic| topic.max_topic_size)
+                .filter(|&max| max != u64::MAX)
+        }) else {
+            partition.refresh_counters();
+            continue;
+        };
+        let topic_size = || {
+            shard
+                .shared
+                .shards_table
+                .totals(|other: &PartitionKey| {
+                    other.stream_id == key.stream_id && other.topic_id == key.topic_id
+                })
+                .1
+        };
+        while topic_size() > max_size {
+            match partition.storage.delete_oldest_segments(1).await {
+                Ok(0) => break,
+                Ok(_) => {
+                    partition.refresh_counters();
+                    tracing::info!(partition = %key, "deleted oldest segment: topic over its max size");
+                }
+                Err(error) => {
+                    tracing::warn!(partition = %key, %error, "cannot delete segment for max size");
+                    break;
+                }
+            }
+        }
+        partition.refresh_counters();
+        let _ = partition.counters.size_bytes.load(Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,391 @@
+//! Boot and shutdown: recover metadata, start one thread per shard, wait for a signal, stop.
+
+use crate::config::Config;
+use crate::control::{ControlPlane, ControlRequest, RootCredentials};
+use crate::metadata::log::{self, MetadataLog, Recovered};
+use crate::metadata::{Metadata, MetadataOp};
+use crate::shard::allocation::{CpuAllocation, ShardPlacement, allowed_cpus, pin_current_thread};
+use crate::shard::message::ShardMessage;
+use crate::shard::table::{PartitionKey, ShardsTable};
+use crate::shard::{Shard, SharedState};
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::{Arc, OnceLock, mpsc};
+use std::time::Duration;
+
+/// Capacity of each shard's inbox: a full inbox makes senders wait (backpressure), never grow.
+const INBOX_CAPACITY: usize = 4096;
+const CONTROL_CAPACITY: usize = 1024;
+/// How long shutdown waits for connections to finish their current request.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often expired personal access tokens are deleted.
+const TOKEN_CLEANUP_INTERVAL: Duration = Duration::from_secs(60);
+
+/// What shard threads tell the main thread.
+enum Event {
+    Listening(u16, SocketAddr),
+    Failed(u16, String),
+    Exited(u16),
+    Signal(i32),
+}
+
+/// Runs the server until SIGINT or SIGTERM. Returns an error message for a failed start.
+pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
+    let data_dir = config.system.path.clone();
+    std::fs::create_dir_all(data_dir.join("streams")).map_err(|error| {
+        format!(
+            "cannot create data directory {}: {error}",
+            data_dir.display()
+        )
+    })?;
+    raise_file_limit();
+
+    let state_dir = data_dir.join("state");
+    let recovered =
+        log::recover(&state_dir).map_err(|error| format!("cannot recover metadata: {error}"))?;
+    tracing::info!(
+        streams = recovered.metadata.streams.len(),
+        users = recovered.metadata.users.len(),
+        replayed = recovered.replayed_records,
+        truncated_bytes = recovered.truncated_bytes,
+        "metadata recovered"
+    );
+    if recovered.truncated_bytes > 0 {
+        tracing::warn!(
+            bytes = recovered.truncated_bytes,
+            "truncated a torn tail of the metadata log"
+        );
+    }
+    remove_orphaned_directories(&data_dir, &recovered.metadata);
+
+    let allocation: CpuAllocation = config
+        .system
+        .sharding
+        .cpu_allocation
+        .parse()
+        .map_err(|error| format!("system.sharding.cpu_allocation: {error}"))?;
+    let placements = allocation
+        .resolve(&allowed_cpus())
+        .map_err(|error| format!("system.sharding.cpu_allocation: {error}"))?;
+    let shard_count = u16::try_from(placements.len()).map_err(|_| "too many shards".to_string())?;
+
+    let shards_table = ShardsTable::new();
+    for key in partition_keys(&recovered.metadata) {
+        shards_table.insert_creating(key, key.owner(shard_count));
+    }
+    let groups = crate::groups::ConsumerGroups::default();
+    for stream in recovered.metadata.streams.values() {
+        for topic in stream.topics.values() {
+            for group in topic.groups.values() {
+                let key = crate::groups::GroupKey {
+                    stream_id: stream.id,
+                    topic_id: topic.id,
+                    group_id: group.id,
+                };
+                groups.register(key, topic.partitions.len() as u32);
+            }
+        }
+    }
+    let (writer, reader) =
+        left_right::new_from_empty::<Metadata, MetadataOp>(recovered.metadata.clone());
+    let (inbox_senders, inbox_receivers): (Vec<_>, Vec<_>) = (0..shard_count)
+        .map(|_| flume::bounded(INBOX_CAPACITY))
+        .unzip();
+    let (control_sender, control_receiver) = flume::bounded(CONTROL_CAPACITY);
+    let shared = Arc::new(SharedState {
+        config,
+        shard_count,
+        shards_table,
+        clients: Default::default(),
+        inboxes: inbox_senders,
+        control: control_sender,
+        metadata: reader.factory(),
+        groups,
+        balanced: Default::default(),
+        started_at_micros: crate::time::now_micros(),
+        tcp_address: OnceLock::new(),
+    });
+    drop(reader);
+
+    // Signals are taken by one thread with sigwait; every other thread inherits the mask.
+    let signals = block_termination_signals()?;
+    let (events, event_receiver) = mpsc::channel();
+    let mut control = Some((writer, control_receiver, recovered, root));
+    let mut threads = Vec::new();
+    for (id, (placement, inbox)) in placements.into_iter().zip(inbox_receivers).enumerate() {
+        let id = id as u16;
+        let shared = shared.clone();
+        let events = events.clone();
+        let control = if id == 0 { control.take() } else { None };
+        let thread = std::thread::Builder::new()
+            .name(format!("shard-{id}"))
+            .spawn(move || {
+                if let Err(error) = shard_main(id, placement, shared, inbox, control, &events) {
+                    let _ = events.send(Event::Failed(id, error));
+                }
+                let _ = events.send(Event::Exited(id));
+            })
+            .map_err(|error| format!("cannot start shard thread: {error}"))?;
+        threads.push(thread);
+    }
+    {
+        let events = events.clone();
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                if let Ok(signal) = signals.wait() {
+                    let _ = events.send(Event::Signal(signal as i32));
+                }
+            })
+            .map_err(|error| format!("cannot start signal thread: {error}"))?;
+    }
+    drop(events);
+
+    let mut listening = 0;
+    let mut failure = None;
+    let mut exited = 0;
+    for event in &event_receiver {
+        match event {
+            Event::Listening(id, address) => {
+                listening += 1;
+                tracing::debug!(shard = id, %address, "shard listening");
+                if listening == shard_count {
+                    tracing::info!(%address, shards = shard_count, "iggy-server is listening for TCP connections");
+                }
+            }
+            Event::Failed(id, error) => {
+                tracing::error!(shard = id, %error, "shard failed");
+                failure.get_or_insert(format!("shard {id}: {error}"));
+                break;
+            }
+            Event::Exited(id) => {
+                exited += 1;
+                failure.get_or_insert(format!("shard {id} stopped unexpectedly"));
+                break;
+            }
+            Event::Signal(signal) => {
+                tracing::info!(signal, "stop signal received; shutting down");
+                break;
+            }
+        }
+    }
+
+    for inbox in &shared.inboxes {
+        let _ = inbox.send(ShardMessage::Stop);
+    }
+    // Each shard drains its connections (bounded) and closes its partitions.
+    let deadline = std::time::Instant::now() + DRAIN_TIMEOUT + Duration::from_secs(20);
+    while exited < shard_count as usize {
+        let remaining = deadline.saturating_duration_since(std::time::Instant::now());
+        match event_receiver.recv_timeout(remaining) {
+            Ok(Event::Exited(_)) => exited += 1,
+            Ok(Event::Failed(id, error)) => {
+                tracing::error!(shard = id, %error, "shard failed during shutdown")
+            }
+            Ok(_) => {}
+            Err(_) => {
+                tracing::error!("shards did not stop in time; exiting anyway");
+                break;
+            }
+        }
+    }
+    for thread in threads {
+        if thread.is_finished() {
+            let _ = thread.join();
+        }
+    }
+    match failure {
+        Some(error) => Err(error),
+        None => {
+            tracing::info!("iggy-server stopped");
+            Ok(())
+        }
+    }
+}
+
+fn partition_keys(metadata: &Metadata) -> Vec<PartitionKey> {
+    metadata
+        .streams
+        .values()
+        .flat_map(|stream| {
+            stream.topics.values().flat_map(move |topic| {
+                topic
+                    .partitions
+                    .iter()
+                    .map(move |partition| PartitionKey::new(stream.id, topic.id, partition.id))
+            })
+        })
+        .collect()
+}
+
+/// Deletes stream, topic and partition directories the metadata does not know: what a crash
+/// between a delete's log append and its file removal leaves behind.
+fn remove_orphaned_directories(data_dir: &Path, metadata: &Metadata) {
+    let numbered = |dir: &Path| -> Vec<(u32, std::path::PathBuf)> {
+        std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter_map(|entry| {
+                        Some((entry.file_name().to_str()?.parse().ok()?, entry.path()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let remove = |path: &Path| {
+        tracing::warn!(path = %path.display(), "removing directory not present in metadata");
+        let _ = std::fs::remove_dir_all(path);
+    };
+    for (stream_id, stream_path) in numbered(&data_dir.join("streams")) {
+        let Some(stream) = metadata.streams.get(&stream_id) else {
+            remove(&stream_path);
+            continue;
+        };
+        for (topic_id, topic_path) in numbered(&stream_path.join("topics")) {
+            let Some(topic) = stream.topics.get(&topic_id) else {
+                remove(&topic_path);
+                continue;
+            };
+            let known: BTreeSet<u32> = topic.partitions.iter().map(|p| p.id).collect();
+            for (partition_id, partition_path) in numbered(&topic_path.join("partitions")) {
+                if !known.contains(&partition_id) {
+                    remove(&partition_path);
+                }
+            }
+        }
+    }
+}
+
+/// Raises the open-files limit to the hard limit so many connections and partitions fit.
+fn raise_file_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+    {
+        match setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+            Ok(()) => tracing::info!(from = soft, to = hard, "raised the open files limit"),
+            Err(error) => tracing::warn!(%error, soft, "cannot raise the open files limit"),
+        }
+    }
+}
+
+fn block_termination_signals() -> Result<nix::sys::signal::SigSet, String> {
+    use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGINT);
+    set.add(Signal::SIGTERM);
+    pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&set), None)
+        .map_err(|error| format!("cannot block signals: {error}"))?;
+    Ok(set)
+}
+
+/// Builds a shard's io_uring runtime, or explains why io_uring is not available.
+fn build_runtime() -> Result<compio::runtime::Runtime, String> {
+    let mut proactor = compio::driver::ProactorBuilder::new();
+    proactor.capacity(4096);
+    compio::runtime::RuntimeBuilder::new().with_proactor(proactor).build().map_err(|error| {
+        format!(
+            "cannot start an io_uring runtime: {error}. io_uring is required. Check that the kernel allows it \
+             (sysctl kernel.io_uring_disabled must be 0), that RLIMIT_MEMLOCK is not too low, and, in a container, \
+             run with the seccomp profile in docker/seccomp-io-uring.json (Docker's default profile blocks io_uring)"
+        )
+    })
+}
+
+type ControlParts = (
+    left_right::WriteHandle<Metadata, MetadataOp>,
+    flume::Receiver<ControlRequest>,
+    Recovered,
+    RootCredentials,
+);
+
+fn shard_main(
+    id: u16,
+    placement: ShardPlacement,
+    shared: Arc<SharedState>,
+    inbox: flume::Receiver<ShardMessage>,
+    control: Option<ControlParts>,
+    events: &mpsc::Sender<Event>,
+) -> Result<(), String> {
+    pin_current_thread(placement).map_err(|error| format!("cannot pin shard {id}: {error}"))?;
+    let runtime = build_runtime()?;
+    runtime.block_on(async move {
+        let shard = Rc::new(Shard::new(id, shared.clone()));
+        let inbox_shard = shard.clone();
+        compio::runtime::spawn(async move {
+            while let Ok(message) = inbox.recv_async().await {
+                compio::runtime::spawn(inbox_shard.clone().handle_message(message)).detach();
+            }
+        })
+        .detach();
+
+        if let Some((writer, requests, recovered, root)) = control {
+            let state_dir = shared.config.system.path.join("state");
+            let log = MetadataLog::open(&state_dir, &recovered, shared.config.system.state.snapshot_threshold.0)
+                .await
+                .map_err(|error| format!("cannot open the metadata log: {error}"))?;
+            let mut control = ControlPlane::new(shard.clone(), writer, log);
+            control.ensure_root(&root).await.map_err(|code| format!("cannot create the root user: {code}"))?;
+            compio::runtime::spawn(control.run(requests, TOKEN_CLEANUP_INTERVAL)).detach();
+        }
+
+        let owned: Vec<_> = shared
+            .shards_table
+            .keys()
+            .into_iter()
+            .filter(|key| key.owner(shared.shard_count) == id)
+            .collect();
+        let opened = owned.len();
+        for key in owned {
+            if let Err(code) = shard.open_partition(key).await {
+                tracing::error!(partition = %key, %code, "cannot open partition; it stays unavailable");
+            }
+        }
+        tracing::info!(shard = id, cpu = placement.cpu, partitions = opened, "shard started");
+        crate::maintenance::spawn_periodic_tasks(&shard);
+
+        if shared.config.tcp.enabled {
+            let address = if id == 0 {
+                shared.config.tcp.address
+            } else {
+                // Wait for shard 0 to resolve the address (port 0 becomes a real port).
+                loop {
+                    if let Some(address) = shared.tcp_address.get() {
+                        break *address;
+                    }
+                    compio::time::sleep(Duration::from_millis(5)).await;
+                }
+            };
+            let listener = crate::frontend::tcp::bind(address)
+                .await
+                .map_err(|error| format!("cannot listen on {address}: {error}"))?;
+            let bound = listener.local_addr().map_err(|error| error.to_string())?;
+            if id == 0 {
+                let _ = shared.tcp_address.set(bound);
+            }
+            let _ = events.send(Event::Listening(id, bound));
+            crate::frontend::tcp::accept_loop(shard.clone(), listener).await;
+        } else {
+            let _ = events.send(Event::Listening(id, shared.config.tcp.address));
+            let _ = shard.shutdown_signal.recv_async().await;
+        }
+
+        // Shutdown: let connections finish their current request, then close partitions.
+        let drain_until = std::time::Instant::now() + DRAIN_TIMEOUT;
+        while shard.connections.get() > 0 && std::time::Instant::now() < drain_until {
+            compio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let partitions = shard.local_partitions();
+        let count = partitions.len();
+        for partition in partitions {
+            if let Err(error) = partition.storage.close().await {
+                tracing::error!(partition = %partition.key, %error, "cannot flush partition at shutdown");
+            }
+        }
+        tracing::info!(shard = id, partitions = count, open_connections = shard.connections.get(), "shard stopped");
+        Ok(())
+    })
+}

@@ -1,0 +1,252 @@
+//! Shards: one OS thread per shard, pinned to a CPU, running its own compio (io_uring) runtime.
+//!
+//! A shard accepts TCP connections on the shared port (SO_REUSEPORT), owns the partitions the
+//! placement rule gives it ([`table::PartitionKey::owner`]), and reads metadata through its own
+//! left-right `ReadHandle`. Requests for a partition owned elsewhere go to the owner's inbox
+//! over `flume`; metadata changes go to shard 0's control lane. Nothing on the request path
+//! takes a lock: the shards table is a sharded `DashMap`, metadata reads are wait-free.
+
+pub mod allocation;
+pub mod message;
+pub mod partitions;
+pub mod table;
+
+use crate::clients::ClientRegistry;
+use crate::config::Config;
+use crate::control::ControlRequest;
+use crate::metadata::Metadata;
+use crate::storage::{BufferPool, PartitionConfig};
+use dashmap::DashMap;
+use message::{DataOp, DataResult, ShardMessage, reply_channel};
+use partitions::LocalPartition;
+use rill_core::ErrorCode;
+use rill_core::requests::Request;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use table::{PartitionKey, PartitionState, ShardsTable};
+
+/// State every shard shares (Send + Sync).
+pub struct SharedState {
+    pub config: Config,
+    pub shard_count: u16,
+    pub shards_table: ShardsTable,
+    pub clients: ClientRegistry,
+    pub inboxes: Vec<flume::Sender<ShardMessage>>,
+    pub control: flume::Sender<ControlRequest>,
+    pub metadata: left_right::ReadHandleFactory<Metadata>,
+    /// Consumer group membership (runtime state, shared by all shards).
+    pub groups: crate::groups::ConsumerGroups,
+    /// Per-topic round-robin counters for balanced partitioning.
+    pub balanced: DashMap<(u32, u32), AtomicU64>,
+    pub started_at_micros: u64,
+    /// The TCP address shard 0 bound (resolves port 0 for the other shards).
+    pub tcp_address: OnceLock<SocketAddr>,
+}
+
+impl SharedState {
+    /// The storage settings for a partition of the given topic.
+    pub fn partition_config(&self, message_expiry: u64, max_topic_size: u64) -> PartitionConfig {
+        let system = &self.config.system;
+        PartitionConfig {
+            segment_size_bytes: system.segment.size.0,
+            ack_mode: system.partition.ack_mode.0,
+            memory_flush_messages: system.partition.messages_required_to_save,
+            memory_flush_bytes: system.partition.size_of_messages_required_to_save.0,
+            message_expiry: (message_expiry != u64::MAX)
+                .then(|| std::time::Duration::from_micros(message_expiry)),
+            max_size_bytes: (max_topic_size != u64::MAX).then_some(max_topic_size),
+            ..PartitionConfig::default()
+        }
+    }
+
+    /// The next partition for a balanced send to a topic.
+    pub fn next_balanced(&self, stream_id: u32, topic_id: u32, partitions_count: u32) -> u32 {
+        let counter = self
+            .balanced
+            .entry((stream_id, topic_id))
+            .or_insert_with(|| AtomicU64::new(0));
+        (counter.fetch_add(1, Ordering::Relaxed) % u64::from(partitions_count)) as u32
+    }
+}
+
+/// One shard, shared by the tasks of its thread.
+pub struct Shard {
+    pub id: u16,
+    pub shared: Arc<SharedState>,
+    metadata: left_right::ReadHandle<Metadata>,
+    partitions: RefCell<HashMap<PartitionKey, Rc<LocalPartition>>>,
+    pool: Rc<BufferPool>,
+    pub connections: Cell<usize>,
+    /// Dropped on shutdown, which wakes every connection waiting on its receiver.
+    shutdown: RefCell<Option<flume::Sender<()>>>,
+    pub shutdown_signal: flume::Receiver<()>,
+}
+
+impl Shard {
+    pub fn new(id: u16, shared: Arc<SharedState>) -> Shard {
+        let metadata = shared.metadata.handle();
+        let (shutdown, shutdown_signal) = flume::bounded(1);
+        Shard {
+            id,
+            shared,
+            metadata,
+            partitions: RefCell::new(HashMap::new()),
+            pool: Rc::new(BufferPool::new()),
+            connections: Cell::new(0),
+            shutdown: RefCell::new(Some(shutdown)),
+            shutdown_signal,
+        }
+    }
+
+    /// Reads the metadata. The guard lives only inside `read`, never across an await.
+    pub fn metadata<R>(&self, read: impl FnOnce(&Metadata) -> R) -> Result<R, ErrorCode> {
+        let guard = self.metadata.enter().ok_or(ErrorCode::Disconnected)?;
+        Ok(read(&guard))
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutdown.borrow().is_none()
+    }
+
+    pub fn begin_shutdown(&self) {
+        self.shutdown.borrow_mut().take();
+    }
+
+    pub fn pool(&self) -> &Rc<BufferPool> {
+        &self.pool
+    }
+
+    /// Runs a data-plane operation on the partition's owner: directly when that is this shard,
+    /// otherwise through the owner's inbox. The shards table is checked here and again by the
+    /// owner, so a partition being created or deleted is never touched.
+    pub async fn data(&self, key: PartitionKey, op: DataOp) -> DataResult {
+        let owner = self
+            .shared
+            .shards_table
+            .ready_owner(&key)
+            .ok_or(ErrorCode::PartitionNotFound)?;
+        if owner == self.id {
+            return self.execute_local(key, op).await;
+        }
+        let (reply, response) = reply_channel();
+        self.shared.inboxes[owner as usize]
+            .send_async(ShardMessage::Data { key, op, reply })
+            .await
+            .map_err(|_| ErrorCode::ShardCommunicationError)?;
+        response
+            .recv_async()
+            .await
+            .map_err(|_| ErrorCode::ShardCommunicationError)?
+    }
+
+    /// Executes an operation on a partition this shard owns.
+    pub async fn execute_local(&self, key: PartitionKey, op: DataOp) -> DataResult {
+        if self.shared.shards_table.ready_owner(&key) != Some(self.id) {
+            return Err(ErrorCode::PartitionNotFound);
+        }
+        let partition = self
+            .partitions
+            .borrow()
+            .get(&key)
+            .cloned()
+            .ok_or(ErrorCode::PartitionNotFound)?;
+        partition.execute(op).await
+    }
+
+    /// Sends a metadata change to shard 0's control lane and waits for the encoded response.
+    pub async fn control(&self, request: Request, user_id: u32) -> Result<Vec<u8>, ErrorCode> {
+        let (reply, response) = reply_channel();
+        self.shared
+            .control
+            .send_async(ControlRequest {
+                request,
+                user_id,
+                reply,
+            })
+            .await
+            .map_err(|_| ErrorCode::ShardCommunicationError)?;
+        response
+            .recv_async()
+            .await
+            .map_err(|_| ErrorCode::ShardCommunicationError)?
+    }
+
+    /// Opens (or creates) a partition this shard owns and marks it ready.
+    pub async fn open_partition(&self, key: PartitionKey) -> Result<(), ErrorCode> {
+        let (expiry, max_size) = self
+            .metadata(|metadata| {
+                metadata
+                    .streams
+                    .get(&key.stream_id)
+                    .and_then(|stream| stream.topics.get(&key.topic_id))
+                    .map(|topic| (topic.message_expiry, topic.max_topic_size))
+            })?
+            .ok_or(ErrorCode::TopicIdNotFound)?;
+        let counters = self
+            .shared
+            .shards_table
+            .counters(&key)
+            .ok_or(ErrorCode::PartitionNotFound)?;
+        let config = self.shared.partition_config(expiry, max_size);
+        let partition = LocalPartition::open(
+            &self.shared.config.system.path,
+            key,
+            config,
+            self.pool.clone(),
+            counters,
+        )
+        .await?;
+        self.partitions.borrow_mut().insert(key, Rc::new(partition));
+        self.shared
+            .shards_table
+            .set_state(&key, PartitionState::Ready);
+        Ok(())
+    }
+
+    /// Stops serving a partition (and deletes its files when asked). In-flight operations
+    /// holding the partition finish first; new ones are already refused by the table state.
+    pub async fn close_partition(&self, key: PartitionKey, delete: bool) -> Result<(), ErrorCode> {
+        let partition = self.partitions.borrow_mut().remove(&key);
+        if let Some(partition) = partition
+            && let Err(error) = partition.storage.close().await
+        {
+            tracing::warn!(partition = %key, %error, "error closing partition");
+        }
+        if delete {
+            let dir = partitions::partition_dir(&self.shared.config.system.path, &key);
+            if let Err(error) = std::fs::remove_dir_all(&dir)
+                && error.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::error!(partition = %key, %error, "cannot delete partition directory");
+                return Err(ErrorCode::CannotDeletePartitionDirectory);
+            }
+        }
+        Ok(())
+    }
+
+    /// Partitions this shard owns, for periodic tasks and shutdown.
+    pub fn local_partitions(&self) -> Vec<Rc<LocalPartition>> {
+        self.partitions.borrow().values().cloned().collect()
+    }
+
+    /// Handles one inbox message. Each runs as its own task, so a poll never waits behind
+    /// another request's I/O.
+    pub async fn handle_message(self: Rc<Self>, message: ShardMessage) {
+        match message {
+            ShardMessage::Data { key, op, reply } => {
+                let _ = reply.send(self.execute_local(key, op).await);
+            }
+            ShardMessage::OpenPartition { key, reply } => {
+                let _ = reply.send(self.open_partition(key).await);
+            }
+            ShardMessage::ClosePartition { key, delete, reply } => {
+                let _ = reply.send(self.close_partition(key, delete).await);
+            }
+            ShardMessage::Stop => self.begin_shutdown(),
+        }
+    }
+}

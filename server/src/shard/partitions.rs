@@ -1,0 +1,301 @@
+//! The partitions a shard owns: storage plus consumer offsets, and the data-plane operations
+//! executed on them (append, poll with every strategy, flush, offsets, segments, purge).
+
+use super::message::{ConsumerKey, DataOp, DataReply, DataResult, Polled};
+use super::table::{PartitionCounters, PartitionKey};
+use crate::storage::{self, BufferPool, PartitionConfig};
+use compio::io::AsyncWriteAtExt;
+use rill_core::ErrorCode;
+use rill_core::primitives::{PollingKind, PollingStrategy};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// `<data>/streams/<stream>/topics/<topic>/partitions/<partition>`.
+pub fn partition_dir(data: &Path, key: &PartitionKey) -> PathBuf {
+    topic_dir(data, key.stream_id, key.topic_id)
+        .join("partitions")
+        .join(key.partition_id.to_string())
+}
+
+pub fn topic_dir(data: &Path, stream_id: u32, topic_id: u32) -> PathBuf {
+    stream_dir(data, stream_id)
+        .join("topics")
+        .join(topic_id.to_string())
+}
+
+pub fn stream_dir(data: &Path, stream_id: u32) -> PathBuf {
+    data.join("streams").join(stream_id.to_string())
+}
+
+/// One owned partition.
+pub struct LocalPartition {
+    pub key: PartitionKey,
+    pub storage: Rc<storage::Partition>,
+    pub counters: Arc<PartitionCounters>,
+    offsets: RefCell<HashMap<ConsumerKey, u64>>,
+    dir: PathBuf,
+}
+
+fn storage_error(error: storage::StorageError) -> ErrorCode {
+    tracing::warn!(%error, "storage operation failed");
+    error.code()
+}
+
+fn offset_file(dir: &Path, consumer: ConsumerKey) -> PathBuf {
+    match consumer {
+        ConsumerKey::Consumer(id) => dir.join("offsets").join("consumers").join(id.to_string()),
+        ConsumerKey::Group(id) => dir.join("offsets").join("groups").join(id.to_string()),
+    }
+}
+
+impl LocalPartition {
+    /// Opens the partition's files (running recovery), or creates them when the directory holds
+    /// no segment yet. Stored offsets are loaded and clamped to the recovered data.
+    pub async fn open(
+        data_dir: &Path,
+        key: PartitionKey,
+        config: PartitionConfig,
+        pool: Rc<BufferPool>,
+        counters: Arc<PartitionCounters>,
+    ) -> Result<LocalPartition, ErrorCode> {
+        let dir = partition_dir(data_dir, &key);
+        let has_segments = std::fs::read_dir(&dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .any(|entry| entry.file_name().to_string_lossy().ends_with(".log"))
+            })
+            .unwrap_or(false);
+        let storage = if has_segments {
+            let (partition, report) = storage::Partition::open(dir.clone(), config, pool)
+                .await
+                .map_err(storage_error)?;
+            if report.truncated_log_bytes > 0 || report.repaired_segments > 0 {
+                tracing::warn!(partition = %key, ?report, "recovered partition after an unclean stop");
+            }
+            partition
+        } else {
+            std::fs::create_dir_all(&dir).map_err(|error| {
+                tracing::error!(partition = %key, %error, "cannot create partition directory");
+                ErrorCode::CannotCreatePartitionDirectory
+            })?;
+            storage::Partition::create(dir.clone(), config, pool)
+                .await
+                .map_err(storage_error)?
+        };
+        let partition = LocalPartition {
+            key,
+            storage: Rc::new(storage),
+            counters,
+            offsets: RefCell::new(HashMap::new()),
+            dir,
+        };
+        partition.load_offsets();
+        partition.refresh_counters();
+        Ok(partition)
+    }
+
+    fn load_offsets(&self) {
+        let current = self.storage.current_offset();
+        for (kind, make) in [
+            ("consumers", ConsumerKey::Consumer as fn(u32) -> ConsumerKey),
+            ("groups", ConsumerKey::Group),
+        ] {
+            let Ok(entries) = std::fs::read_dir(self.dir.join("offsets").join(kind)) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let Some(id) = entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|name| name.parse::<u32>().ok())
+                else {
+                    continue;
+                };
+                let Ok(bytes) = std::fs::read(entry.path()) else {
+                    continue;
+                };
+                let Ok(bytes) = <[u8; 8]>::try_from(bytes.as_slice()) else {
+                    continue;
+                };
+                let stored = u64::from_le_bytes(bytes);
+                // A stored offset never runs ahead of the data that survived.
+                let Some(current) = current else { continue };
+                self.offsets
+                    .borrow_mut()
+                    .insert(make(id), stored.min(current));
+            }
+        }
+    }
+
+    /// Publishes the storage's figures to the shared counters.
+    pub fn refresh_counters(&self) {
+        let stats = self.storage.stats();
+        self.counters
+            .messages_count
+            .store(stats.messages_count, Ordering::Relaxed);
+        self.counters
+            .size_bytes
+            .store(stats.size_bytes, Ordering::Relaxed);
+        self.counters
+            .segments_count
+            .store(stats.segments_count, Ordering::Relaxed);
+        self.counters.next_offset.store(
+            self.storage.current_offset().map_or(0, |offset| offset + 1),
+            Ordering::Relaxed,
+        );
+    }
+
+    pub async fn execute(&self, op: DataOp) -> DataResult {
+        let result = match op {
+            DataOp::Append { batch } => {
+                let timestamp = crate::time::now_micros();
+                self.storage
+                    .append(batch, timestamp)
+                    .await
+                    .map_err(storage_error)?;
+                Ok(DataReply::Done)
+            }
+            DataOp::Poll {
+                strategy,
+                count,
+                consumer,
+                auto_commit,
+            } => self
+                .poll(strategy, count, consumer, auto_commit)
+                .await
+                .map(DataReply::Polled),
+            DataOp::Flush { fsync } => {
+                self.storage.flush(fsync).await.map_err(storage_error)?;
+                Ok(DataReply::Done)
+            }
+            DataOp::DeleteSegments { count } => {
+                self.storage
+                    .delete_oldest_segments(count)
+                    .await
+                    .map_err(storage_error)?;
+                Ok(DataReply::Done)
+            }
+            DataOp::Purge => {
+                self.storage.purge().await.map_err(storage_error)?;
+                self.offsets.borrow_mut().clear();
+                let _ = std::fs::remove_dir_all(self.dir.join("offsets"));
+                Ok(DataReply::Done)
+            }
+            DataOp::StoreOffset { consumer, offset } => {
+                let Some(current) = self.storage.current_offset() else {
+                    return Err(ErrorCode::InvalidOffset);
+                };
+                if offset > current {
+                    return Err(ErrorCode::InvalidOffset);
+                }
+                self.store_offset(consumer, offset).await?;
+                Ok(DataReply::Done)
+            }
+            DataOp::GetOffset { consumer } => {
+                let stored = self.offsets.borrow().get(&consumer).copied();
+                Ok(DataReply::Offset(
+                    stored.map(|stored| (self.counters.current_offset(), stored)),
+                ))
+            }
+            DataOp::DeleteOffset { consumer } => {
+                if self.offsets.borrow_mut().remove(&consumer).is_none() {
+                    return Err(ErrorCode::ConsumerOffsetNotFound);
+                }
+                let _ = compio::fs::remove_file(offset_file(&self.dir, consumer)).await;
+                Ok(DataReply::Done)
+            }
+        };
+        self.refresh_counters();
+        result
+    }
+
+    async fn store_offset(&self, consumer: ConsumerKey, offset: u64) -> Result<(), ErrorCode> {
+        self.offsets.borrow_mut().insert(consumer, offset);
+        let path = offset_file(&self.dir, consumer);
+        let write = async {
+            if let Some(parent) = path.parent() {
+                compio::fs::create_dir_all(parent).await?;
+            }
+            let file = compio::fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .open(&path)
+                .await?;
+            let mut writer = &file;
+            writer
+                .write_all_at(offset.to_le_bytes().to_vec(), 0)
+                .await
+                .0
+        };
+        write.await.map_err(|error| {
+            tracing::warn!(partition = %self.key, %error, "cannot persist consumer offset");
+            ErrorCode::CannotSaveIndexToSegment
+        })
+    }
+
+    async fn poll(
+        &self,
+        strategy: PollingStrategy,
+        count: u32,
+        consumer: Option<ConsumerKey>,
+        auto_commit: bool,
+    ) -> Result<Polled, ErrorCode> {
+        let current = self.storage.current_offset();
+        let mut polled = Polled {
+            partition_id: self.key.partition_id,
+            current_offset: current.unwrap_or(0),
+            ..Polled::default()
+        };
+        let Some(current) = current else {
+            return Ok(polled);
+        };
+        if count == 0 {
+            return Ok(polled);
+        }
+        let first = self.storage.first_offset();
+        let start = match strategy.kind {
+            PollingKind::Offset => strategy.value,
+            PollingKind::Timestamp => {
+                match self
+                    .storage
+                    .offset_for_timestamp(strategy.value)
+                    .await
+                    .map_err(storage_error)?
+                {
+                    Some(offset) => offset,
+                    None => return Ok(polled),
+                }
+            }
+            PollingKind::First => first,
+            PollingKind::Last => (current + 1 - u64::from(count).min(current + 1)).max(first),
+            PollingKind::Next => {
+                match consumer.and_then(|consumer| self.offsets.borrow().get(&consumer).copied()) {
+                    Some(stored) => stored + 1,
+                    None => first,
+                }
+            }
+        };
+        if start > current {
+            return Ok(polled);
+        }
+        let read = self
+            .storage
+            .read(start.max(first), count)
+            .await
+            .map_err(storage_error)?;
+        polled.count = read.count;
+        polled.chunks = read.bytes;
+        if auto_commit
+            && read.count > 0
+            && let Some(consumer) = consumer
+        {
+            self.store_offset(consumer, read.last_offset).await?;
+        }
+        Ok(polled)
+    }
+}
