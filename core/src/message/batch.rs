@@ -113,7 +113,8 @@ impl MessageBatch {
     }
 
     /// Assigns consecutive offsets from `first_offset`, one timestamp, ids to messages sent with
-    /// id 0, and checksums, in place. Returns the offset of the last message.
+    /// id 0, and checksums, in place. Returns the offset of the last message (for an empty
+    /// batch, `first_offset - 1`, saturating at 0).
     pub fn stamp(
         &mut self,
         first_offset: u64,
@@ -135,7 +136,7 @@ impl MessageBatch {
             position += size;
             offset += 1;
         }
-        offset - 1
+        offset.saturating_sub(1)
     }
 
     /// Checks the client's index block against the messages section and returns the batch.

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Fuzzes rill-core's decoders with cargo-fuzz (libFuzzer) for a bounded time per target.
+#
+#   scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 20)
+#
+# Targets live in core/fuzz (a crate outside the main workspace): request_decoder,
+# message_batch, responses. Each run starts from the committed seeds in core/fuzz/seeds/<target>
+# plus whatever core/fuzz/corpus/<target> has gathered (git-ignored). Installs cargo-fuzz if it
+# is missing. Exits non-zero if any target crashes; the crashing input is left in
+# core/fuzz/artifacts/<target>/ and can be replayed with
+#   (cd core/fuzz && cargo +nightly fuzz run <target> artifacts/<target>/<file>)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds="${1:-20}"
+if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
+    echo "usage: $0 [seconds per target, a positive integer]" >&2
+    exit 2
+fi
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "installing cargo-fuzz"
+    cargo install cargo-fuzz --locked
+fi
+
+# cargo-fuzz passes unstable compiler flags. Prefer an installed nightly toolchain (with
+# AddressSanitizer); otherwise use the pinned stable toolchain with RUSTC_BOOTSTRAP=1 and no
+# sanitizer (Rust code is memory-safe here, panics are still caught).
+toolchain=()
+sanitizer=()
+if command -v rustup >/dev/null && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+    toolchain=(+nightly)
+else
+    echo "no nightly toolchain: fuzzing with the stable toolchain, without a sanitizer"
+    export RUSTC_BOOTSTRAP=1
+    sanitizer=(--sanitizer none)
+fi
+
+cd core/fuzz
+targets=(request_decoder message_batch responses)
+
+echo "==> building fuzz targets"
+cargo "${toolchain[@]}" fuzz build "${sanitizer[@]}"
+
+failed=()
+for target in "${targets[@]}"; do
+    mkdir -p "corpus/$target"
+    log="$(mktemp)"
+    echo "==> fuzzing $target for ${seconds}s"
+    if cargo "${toolchain[@]}" fuzz run "${sanitizer[@]}" "$target" \
+        "corpus/$target" "seeds/$target" -- \
+        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 >"$log" 2>&1; then
+        grep -E '^Done [0-9]+ runs' "$log" | tail -n 1 || true
+    else
+        tail -n 40 "$log"
+        echo "!!! $target crashed: see core/fuzz/artifacts/$target/" >&2
+        failed+=("$target")
+    fi
+    rm -f "$log"
+done
+
+if ((${#failed[@]})); then
+    echo "fuzzing found crashes in: ${failed[*]}" >&2
+    exit 1
+fi
+echo "fuzzing: no crashes in ${#targets[@]} targets (${seconds}s each)"
