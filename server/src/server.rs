@@ -105,6 +105,7 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
         groups,
         balanced: Default::default(),
         started_at_micros: crate::time::now_micros(),
+        shards_started: Default::default(),
         tcp_address: OnceLock::new(),
     });
     drop(reader);
@@ -346,6 +347,10 @@ fn shard_main(
         }
         tracing::info!(shard = id, cpu = placement.cpu, partitions = opened, "shard started");
         crate::maintenance::spawn_periodic_tasks(&shard);
+        shared.shards_started.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        while shared.shards_started.load(std::sync::atomic::Ordering::Acquire) < shared.shard_count {
+            compio::time::sleep(Duration::from_millis(5)).await;
+        }
 
         if shared.config.tcp.enabled {
             let address = if id == 0 {

@@ -43,6 +43,9 @@ pub struct SharedState {
     /// Per-topic round-robin counters for balanced partitioning.
     pub balanced: DashMap<(u32, u32), AtomicU64>,
     pub started_at_micros: u64,
+    /// Shards that have opened their partitions; listeners start when all have, so no client
+    /// reaches a partition that is still being opened at boot.
+    pub shards_started: std::sync::atomic::AtomicU16,
     /// The TCP address shard 0 bound (resolves port 0 for the other shards).
     pub tcp_address: OnceLock<SocketAddr>,
 }
