@@ -1,0 +1,231 @@
+//! Transports: the only code that touches sockets.
+//!
+//! A [`Connector`] opens [`Connection`]s; a connection carries one request frame and reads one
+//! response frame at a time (protocol.md 1.1-1.2). TCP is implemented here; TLS over TCP and QUIC
+//! plug in behind the same two traits (QUIC would open one bidirectional stream per
+//! [`Connection::round_trip`], protocol.md 1.6).
+//!
+//! Every request frame leaves in one vectored write: `head` (the 8-byte frame header plus the
+//! encoded metadata) and `body` (for SendMessages, the messages section, written straight from
+//! the batch buffer without another copy). Splitting the header into its own small write while
+//! Nagle is on costs ~40 ms per request; TCP_NODELAY is also set by default.
+
+use crate::config::{ClientConfig, TransportKind};
+use crate::error::{Error, Result};
+use bytes::{Bytes, BytesMut};
+use rill_core::frame::{RESPONSE_HEADER_SIZE, ResponseHeader};
+use std::future::Future;
+use std::io::{self, IoSlice};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+
+/// A boxed, sendable future (the traits below are object safe).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The largest response payload the client accepts (a poll of many large messages stays well
+/// below it); a larger declared length means a desynchronised stream.
+pub const MAX_RESPONSE_BYTES: usize = 1 << 30;
+
+/// Read buffer of a TCP connection. Larger reads bypass it and land in the response buffer.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// One request frame, in two parts written together.
+#[derive(Debug, Clone, Copy)]
+pub struct OutgoingFrame<'a> {
+    /// The 8-byte frame header followed by the start of the payload.
+    pub head: &'a [u8],
+    /// The rest of the payload (empty for most commands).
+    pub body: &'a [u8],
+}
+
+impl OutgoingFrame<'_> {
+    /// Total bytes on the wire.
+    pub fn len(&self) -> usize {
+        self.head.len() + self.body.len()
+    }
+
+    /// Whether the frame is empty (never true for a valid frame).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A response frame: the status and, for status 0, the payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawResponse {
+    /// 0 for success, otherwise an error code.
+    pub status: u32,
+    /// The payload (empty for errors and empty OK responses).
+    pub payload: Bytes,
+}
+
+/// One established session with the server.
+pub trait Connection: Send + Sync {
+    /// Writes one request frame and reads its response.
+    fn round_trip<'a>(
+        &'a mut self,
+        frame: OutgoingFrame<'a>,
+    ) -> BoxFuture<'a, io::Result<RawResponse>>;
+
+    /// The server's address.
+    fn peer_address(&self) -> Option<SocketAddr>;
+
+    /// This side's address (its string form is what the server hashes into the client id).
+    fn local_address(&self) -> Option<SocketAddr>;
+}
+
+/// Opens connections of one transport.
+pub trait Connector: Send + Sync {
+    /// Connects to `address` (`host:port`).
+    fn connect<'a>(&'a self, address: &'a str) -> BoxFuture<'a, io::Result<Box<dyn Connection>>>;
+}
+
+/// The connector for a configured transport.
+pub fn connector_for(config: &ClientConfig) -> Result<Arc<dyn Connector>> {
+    match &config.transport {
+        TransportKind::Tcp => Ok(Arc::new(TcpConnector {
+            nodelay: config.nodelay,
+        })),
+        // The seam for TLS: a `TlsConnector` wrapping the TCP stream goes here once the server
+        // speaks TLS (protocol.md 1.5). Until then the failure is explicit.
+        TransportKind::TcpTls(_) => Err(Error::TlsNotSupported),
+    }
+}
+
+/// Plain TCP.
+#[derive(Debug, Clone, Copy)]
+pub struct TcpConnector {
+    /// Whether TCP_NODELAY is set on new sockets.
+    pub nodelay: bool,
+}
+
+impl Connector for TcpConnector {
+    fn connect<'a>(&'a self, address: &'a str) -> BoxFuture<'a, io::Result<Box<dyn Connection>>> {
+        Box::pin(async move {
+            let stream = TcpStream::connect(address).await?;
+            stream.set_nodelay(self.nodelay)?;
+            let peer = stream.peer_addr().ok();
+            let local = stream.local_addr().ok();
+            let (reader, writer) = stream.into_split();
+            Ok(Box::new(TcpConnection {
+                reader: BufReader::with_capacity(READ_BUFFER_BYTES, reader),
+                writer,
+                peer,
+                local,
+            }) as Box<dyn Connection>)
+        })
+    }
+}
+
+/// A TCP session.
+#[derive(Debug)]
+pub struct TcpConnection {
+    reader: BufReader<OwnedReadHalf>,
+    writer: OwnedWriteHalf,
+    peer: Option<SocketAddr>,
+    local: Option<SocketAddr>,
+}
+
+impl Connection for TcpConnection {
+    fn round_trip<'a>(
+        &'a mut self,
+        frame: OutgoingFrame<'a>,
+    ) -> BoxFuture<'a, io::Result<RawResponse>> {
+        Box::pin(async move {
+            write_frame(&mut self.writer, frame).await?;
+            read_response(&mut self.reader).await
+        })
+    }
+
+    fn peer_address(&self) -> Option<SocketAddr> {
+        self.peer
+    }
+
+    fn local_address(&self) -> Option<SocketAddr> {
+        self.local
+    }
+}
+
+/// Writes both parts with vectored writes: one system call unless the kernel takes less.
+async fn write_frame<W: AsyncWriteExt + Unpin>(
+    writer: &mut W,
+    frame: OutgoingFrame<'_>,
+) -> io::Result<()> {
+    let mut slices = [IoSlice::new(frame.head), IoSlice::new(frame.body)];
+    let mut remaining: &mut [IoSlice<'_>] = &mut slices;
+    IoSlice::advance_slices(&mut remaining, 0);
+    while !remaining.is_empty() {
+        let written = writer.write_vectored(remaining).await?;
+        if written == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        IoSlice::advance_slices(&mut remaining, written);
+    }
+    Ok(())
+}
+
+/// Reads one response frame. An error status carries no payload (protocol.md 1.2).
+async fn read_response<R: AsyncReadExt + Unpin>(reader: &mut R) -> io::Result<RawResponse> {
+    let mut header = [0u8; RESPONSE_HEADER_SIZE];
+    reader.read_exact(&mut header).await?;
+    let header = ResponseHeader::parse(header);
+    if header.status != 0 {
+        return Ok(RawResponse {
+            status: header.status,
+            payload: Bytes::new(),
+        });
+    }
+    let length = header.length as usize;
+    if length > MAX_RESPONSE_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("response of {length} bytes exceeds the {MAX_RESPONSE_BYTES}-byte limit"),
+        ));
+    }
+    let mut payload = BytesMut::zeroed(length);
+    reader.read_exact(&mut payload).await?;
+    Ok(RawResponse {
+        status: 0,
+        payload: payload.freeze(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn frame_parts_are_written_in_order_and_responses_parsed() {
+        let (mut client, mut server) = tokio::io::duplex(64);
+        let writer = tokio::spawn(async move {
+            write_frame(
+                &mut client,
+                OutgoingFrame {
+                    head: &[1, 2, 3],
+                    body: &[4, 5],
+                },
+            )
+            .await
+            .unwrap();
+            client
+        });
+        let mut received = [0u8; 5];
+        server.read_exact(&mut received).await.unwrap();
+        assert_eq!(received, [1, 2, 3, 4, 5]);
+        let mut client = writer.await.unwrap();
+        server
+            .write_all(&[0, 0, 0, 0, 2, 0, 0, 0, 9, 9, 40, 0, 0, 0, 0, 0, 0, 0])
+            .await
+            .unwrap();
+        let ok = read_response(&mut client).await.unwrap();
+        assert_eq!(ok.status, 0);
+        assert_eq!(&ok.payload[..], &[9, 9]);
+        let error = read_response(&mut client).await.unwrap();
+        assert_eq!(error.status, 40);
+        assert!(error.payload.is_empty());
+    }
+}
