@@ -57,6 +57,14 @@ pub(super) fn apply(
                 "false" | "0" | "no" | "off" => toml::Value::Boolean(false),
                 _ => return Err(ConfigError(format!("{name}: `{raw}` is not a boolean"))),
             },
+            // Lists are written comma-separated: IGGY_X="a, b".
+            toml::Value::Array(_) => toml::Value::Array(
+                raw.split(',')
+                    .map(str::trim)
+                    .filter(|item| !item.is_empty())
+                    .map(|item| toml::Value::String(item.into()))
+                    .collect(),
+            ),
             toml::Value::Integer(_) => raw
                 .trim()
                 .parse::<i64>()

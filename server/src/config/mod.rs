@@ -54,8 +54,61 @@ pub struct SegmentConfig {
 #[serde(deny_unknown_fields)]
 pub struct PartitionDefaults {
     pub ack_mode: AckModeSetting,
+    /// Per-topic ack modes: `"stream/topic=mode"`, `*` matching any stream or topic name.
+    pub ack_mode_overrides: Vec<AckModeOverride>,
     pub messages_required_to_save: u64,
     pub size_of_messages_required_to_save: ByteSize,
+}
+
+/// One `"stream/topic=mode"` entry of `ack_mode_overrides`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AckModeOverride {
+    pub stream: String,
+    pub topic: String,
+    pub ack_mode: AckMode,
+}
+
+impl std::str::FromStr for AckModeOverride {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let malformed = || format!("`{text}` is not \"stream/topic=mode\"");
+        let (names, mode) = text.rsplit_once('=').ok_or_else(malformed)?;
+        let (stream, topic) = names.split_once('/').ok_or_else(malformed)?;
+        if stream.trim().is_empty() || topic.trim().is_empty() {
+            return Err(malformed());
+        }
+        let ack_mode = mode
+            .trim()
+            .parse::<AckMode>()
+            .map_err(|_| format!("unknown ack mode `{mode}` (memory, written, fsync)"))?;
+        Ok(AckModeOverride {
+            stream: stream.trim().to_string(),
+            topic: topic.trim().to_string(),
+            ack_mode,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for AckModeOverride {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl PartitionDefaults {
+    /// The ack mode of a topic: the first matching override, else the server default.
+    pub fn ack_mode_for(&self, stream: &str, topic: &str) -> AckMode {
+        self.ack_mode_overrides
+            .iter()
+            .find(|entry| {
+                (entry.stream == "*" || entry.stream == stream)
+                    && (entry.topic == "*" || entry.topic == topic)
+            })
+            .map_or(self.ack_mode.0, |entry| entry.ack_mode)
+    }
 }
 
 /// The ack mode as written in the config.
@@ -306,5 +359,41 @@ mod tests {
             .unwrap_err()
             .0;
         assert!(error.contains("ack mode"), "{error}");
+        let error = load(
+            None,
+            &[("IGGY_SYSTEM_PARTITION_ACK_MODE_OVERRIDES", "orders")],
+        )
+        .unwrap_err()
+        .0;
+        assert!(error.contains("ack_mode_overrides"), "{error}");
+    }
+
+    #[test]
+    fn per_topic_ack_modes_override_the_default() {
+        let config = load(
+            Some("[system.partition]\nack_mode_overrides = [\"orders/payments=fsync\", \"logs/*=memory\"]\n"),
+            &[],
+        )
+        .unwrap();
+        let partition = &config.system.partition;
+        assert_eq!(partition.ack_mode_for("orders", "payments"), AckMode::Fsync);
+        assert_eq!(partition.ack_mode_for("orders", "other"), AckMode::Written);
+        assert_eq!(partition.ack_mode_for("logs", "anything"), AckMode::Memory);
+        let config = load(
+            None,
+            &[(
+                "IGGY_SYSTEM_PARTITION_ACK_MODE_OVERRIDES",
+                "a/b=fsync, c/*=memory",
+            )],
+        )
+        .unwrap();
+        assert_eq!(
+            config.system.partition.ack_mode_for("c", "x"),
+            AckMode::Memory
+        );
+        assert_eq!(
+            config.system.partition.ack_mode_for("a", "b"),
+            AckMode::Fsync
+        );
     }
 }

@@ -52,11 +52,17 @@ pub struct SharedState {
 
 impl SharedState {
     /// The storage settings for a partition of the given topic.
-    pub fn partition_config(&self, message_expiry: u64, max_topic_size: u64) -> PartitionConfig {
+    pub fn partition_config(
+        &self,
+        stream: &str,
+        topic: &str,
+        message_expiry: u64,
+        max_topic_size: u64,
+    ) -> PartitionConfig {
         let system = &self.config.system;
         PartitionConfig {
             segment_size_bytes: system.segment.size.0,
-            ack_mode: system.partition.ack_mode.0,
+            ack_mode: system.partition.ack_mode_for(stream, topic),
             memory_flush_messages: system.partition.messages_required_to_save,
             memory_flush_bytes: system.partition.size_of_messages_required_to_save.0,
             message_expiry: (message_expiry != u64::MAX)
@@ -180,13 +186,16 @@ impl Shard {
 
     /// Opens (or creates) a partition this shard owns and marks it ready.
     pub async fn open_partition(&self, key: PartitionKey) -> Result<(), ErrorCode> {
-        let (expiry, max_size) = self
+        let config = self
             .metadata(|metadata| {
-                metadata
-                    .streams
-                    .get(&key.stream_id)
-                    .and_then(|stream| stream.topics.get(&key.topic_id))
-                    .map(|topic| (topic.message_expiry, topic.max_topic_size))
+                let stream = metadata.streams.get(&key.stream_id)?;
+                let topic = stream.topics.get(&key.topic_id)?;
+                Some(self.shared.partition_config(
+                    &stream.name,
+                    &topic.name,
+                    topic.message_expiry,
+                    topic.max_topic_size,
+                ))
             })?
             .ok_or(ErrorCode::TopicIdNotFound)?;
         let counters = self
@@ -194,7 +203,6 @@ impl Shard {
             .shards_table
             .counters(&key)
             .ok_or(ErrorCode::PartitionNotFound)?;
-        let config = self.shared.partition_config(expiry, max_size);
         let partition = LocalPartition::open(
             &self.shared.config.system.path,
             key,
