@@ -1,3 +1,34 @@
-//! Helpers for integration tests that start the real `iggy-server` binary (server core issue).
+//! Harness for the end-to-end tests in `integration/tests/`: each test starts the real
+//! `iggy-server` binary on 127.0.0.1 with a fresh temporary data directory and talks to it over
+//! TCP, either with the official Apache Iggy SDK (`iggy` 0.10.0) or with raw frames.
+//!
+//! The server binary is built on first use with `cargo build -p rill-server --bin iggy-server`
+//! (once per test process), so `cargo test --workspace` works from a clean checkout. Set
+//! `IGGY_SERVER_BIN` to test a binary built elsewhere (the build step is then skipped).
+//!
+//! Environment variables understood by the harness and tests:
+//! - `IGGY_SERVER_BIN`: server binary to test instead of building `target/debug/iggy-server`.
+//! - `IGGY_TEST_MAX_SERVERS`: how many servers one test process runs at once (default 2).
+//! - `IGGY_TEST_SHOW_LOG`: print each server's log when its test ends, even if it passed.
+//! - `IGGY_CLI_BIN`: the official CLI for `tests/official_cli.rs` (default `$CARGO_HOME/bin/iggy`,
+//!   installed by `scripts/install-iggy-cli.sh`).
+//!
+//! Every `IGGY_*` variable is removed from the server's environment before the harness sets its
+//! own, so these never reach the server.
+//!
+//! Code map:
+//! - [`binary`]: finds (and builds) the server binary.
+//! - [`server`]: [`TestServer`], one server process with its own port and data directory.
+//! - [`slots`]: a process-wide limit on how many servers run at once.
+//! - [`sdk`]: official SDK clients connected to a [`TestServer`].
+//! - [`raw`]: a blocking raw-frame TCP client for malformed-input and pre-login cases.
+//! - [`fixtures`]: test messages and comparisons of what was sent with what was polled.
 
-pub use rill_core as protocol;
+pub mod binary;
+pub mod fixtures;
+pub mod raw;
+pub mod sdk;
+pub mod server;
+pub mod slots;
+
+pub use server::{ServerOptions, TestServer};

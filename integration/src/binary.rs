@@ -1,0 +1,89 @@
+//! Locating the `iggy-server` binary under test.
+//!
+//! Cargo exposes `CARGO_BIN_EXE_<name>` only to tests of the package that owns the binary, so this
+//! crate finds it in the workspace's target directory instead, after building it once per test
+//! process. The build is cheap when the binary is already up to date.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// Environment variable naming a prebuilt server binary; when set, nothing is built.
+pub const SERVER_BIN_ENV: &str = "IGGY_SERVER_BIN";
+
+/// The workspace root (the parent of this crate's directory).
+pub fn workspace_root() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir
+        .parent()
+        .expect("integration/ lives inside the workspace")
+        .to_path_buf()
+}
+
+/// The target directory cargo builds into: `CARGO_TARGET_DIR` if set, else `<workspace>/target`.
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR")
+        .or_else(|| std::env::var_os("CARGO_BUILD_TARGET_DIR"))
+    {
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            if dir.is_absolute() {
+                dir
+            } else {
+                workspace_root().join(dir)
+            }
+        }
+        None => workspace_root().join("target"),
+    }
+}
+
+/// Path of the server binary, building it first (once per process) unless `IGGY_SERVER_BIN` is
+/// set. Panics with cargo's output when the build fails, so every test reports the same cause.
+pub fn server_binary() -> PathBuf {
+    static BINARY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BINARY
+        .get_or_init(locate_or_build)
+        .clone()
+        .unwrap_or_else(|error| panic!("{error}"))
+}
+
+fn locate_or_build() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os(SERVER_BIN_ENV) {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!("{SERVER_BIN_ENV}={} is not a file", path.display()))
+        };
+    }
+    build_server()?;
+    let path = target_dir().join("debug").join("iggy-server");
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "cargo built rill-server but {} does not exist",
+            path.display()
+        ))
+    }
+}
+
+/// Runs `cargo build -p rill-server --bin iggy-server` in the workspace root.
+fn build_server() -> Result<(), String> {
+    // `CARGO` is set by cargo for the processes it runs (tests included); fall back to PATH.
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(&cargo)
+        .args(["build", "-p", "rill-server", "--bin", "iggy-server"])
+        .current_dir(workspace_root())
+        .output()
+        .map_err(|error| format!("cannot run {}: {error}", Path::new(&cargo).display()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`cargo build -p rill-server --bin iggy-server` failed ({}):\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}

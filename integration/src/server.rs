@@ -1,0 +1,352 @@
+//! [`TestServer`]: one `iggy-server` process on 127.0.0.1 with its own port and data directory.
+//!
+//! The process is configured only through environment variables (protocol and config names as
+//! upstream): `IGGY_TCP_ADDRESS`, `IGGY_SYSTEM_PATH`, `IGGY_SYSTEM_SHARDING_CPU_ALLOCATION`,
+//! `IGGY_ROOT_USERNAME`/`IGGY_ROOT_PASSWORD` (iggy/iggy), plus whatever a test adds. Any `IGGY_*`
+//! variable inherited from the environment running the tests is removed first, so a developer's
+//! shell cannot change what a test sees. stdout and stderr go to `server.log` in the temporary
+//! directory; the log is appended to across restarts and printed when a test fails (or always,
+//! with `IGGY_TEST_SHOW_LOG=1`).
+//!
+//! Directory layout (removed when the [`TestServer`] is dropped):
+//!
+//! ```text
+//! <tmp>/rill-it-XXXX/
+//!     data/         IGGY_SYSTEM_PATH: everything the server persists
+//!     server.log    stdout + stderr of every run, each run introduced by a marker line
+//! ```
+
+use crate::binary::server_binary;
+use crate::slots::{self, Slot};
+use std::fs::File;
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+/// Root credentials every test server is started with.
+pub const ROOT_USERNAME: &str = "iggy";
+/// Root password every test server is started with.
+pub const ROOT_PASSWORD: &str = "iggy";
+
+/// How long a starting server may take before it accepts TCP connections.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a server may take to exit after SIGTERM (flush, sync, close).
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long to wait for a process to disappear after SIGKILL.
+const KILL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Set this environment variable to see the server log of passing tests too.
+pub const SHOW_LOG_ENV: &str = "IGGY_TEST_SHOW_LOG";
+/// Lines of the server log shown in failure messages.
+const LOG_TAIL_LINES: usize = 60;
+
+/// How to start a [`TestServer`].
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Value of `[system.sharding] cpu_allocation` (a shard count such as "2" or "4").
+    pub cpu_allocation: String,
+    /// Extra environment variables, applied after the harness's own.
+    pub env: Vec<(String, String)>,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            cpu_allocation: "2".to_string(),
+            env: Vec::new(),
+        }
+    }
+}
+
+impl ServerOptions {
+    /// Two shards and no extra environment.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Runs `count` shards (a count larger than the CPU count is allowed).
+    pub fn shards(mut self, count: u32) -> Self {
+        self.cpu_allocation = count.to_string();
+        self
+    }
+
+    /// Sets an extra environment variable, e.g. `IGGY_SYSTEM_SEGMENT_SIZE`.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+}
+
+/// A running (or stopped, between [`TestServer::kill`] and [`TestServer::start_again`])
+/// `iggy-server` process. Dropping it kills the process and deletes its directory.
+#[derive(Debug)]
+pub struct TestServer {
+    child: Option<Child>,
+    options: ServerOptions,
+    address: SocketAddr,
+    binary: PathBuf,
+    starts: u32,
+    // Declared after `child` so the directory outlives the process in drop order; the Drop impl
+    // kills the process first anyway.
+    root: TempDir,
+    _slot: Slot,
+}
+
+impl TestServer {
+    /// Builds the binary if needed, waits for a free server slot, then starts a server on a free
+    /// port with an empty data directory and waits until it accepts TCP connections.
+    pub fn start(options: ServerOptions) -> TestServer {
+        let binary = server_binary();
+        let slot = slots::acquire();
+        let root = tempfile::Builder::new()
+            .prefix("rill-it-")
+            .tempdir()
+            .expect("create temporary directory");
+        std::fs::create_dir_all(root.path().join("data")).expect("create data directory");
+        let mut server = TestServer {
+            child: None,
+            options,
+            address: free_port_address(),
+            binary,
+            starts: 0,
+            root,
+            _slot: slot,
+        };
+        server.start_again();
+        server
+    }
+
+    /// Starts with two shards and no extra settings.
+    pub fn start_default() -> TestServer {
+        Self::start(ServerOptions::default())
+    }
+
+    /// The server's TCP address (127.0.0.1 and the port chosen at start).
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// The server's TCP address as `"127.0.0.1:port"`.
+    pub fn tcp_address(&self) -> String {
+        self.address.to_string()
+    }
+
+    /// The data directory (`IGGY_SYSTEM_PATH`).
+    pub fn data_path(&self) -> PathBuf {
+        self.root.path().join("data")
+    }
+
+    /// The file holding the server's stdout and stderr.
+    pub fn log_path(&self) -> PathBuf {
+        self.root.path().join("server.log")
+    }
+
+    /// Everything the server has printed so far, over all runs.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// The last lines of the log, for failure messages.
+    pub fn log_tail(&self) -> String {
+        let log = self.log();
+        let lines: Vec<&str> = log.lines().collect();
+        let start = lines.len().saturating_sub(LOG_TAIL_LINES);
+        lines[start..].join("\n")
+    }
+
+    /// Process id of the running server.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Whether the process is still running (it may have crashed).
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(child) => matches!(child.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// Starts the server again on the same data directory and port (after [`Self::kill`] or
+    /// [`Self::stop`], or the first time from [`Self::start`]) and waits until it accepts TCP
+    /// connections. Panics with the log if it exits or does not listen in time.
+    pub fn start_again(&mut self) {
+        assert!(
+            self.child.is_none(),
+            "start_again: the server is still running"
+        );
+        self.starts += 1;
+        let log_path = self.log_path();
+        let mut log = File::options()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .expect("open server log");
+        writeln!(
+            log,
+            "===== rill-integration: start #{} of {} on {} =====",
+            self.starts,
+            self.binary.display(),
+            self.address
+        )
+        .expect("write server log");
+        let stderr = log.try_clone().expect("clone log handle");
+
+        let mut command = Command::new(&self.binary);
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("IGGY_") {
+                command.env_remove(key);
+            }
+        }
+        command
+            .current_dir(self.root.path())
+            .env("IGGY_TCP_ADDRESS", self.address.to_string())
+            .env("IGGY_SYSTEM_PATH", self.data_path())
+            .env(
+                "IGGY_SYSTEM_SHARDING_CPU_ALLOCATION",
+                &self.options.cpu_allocation,
+            )
+            .env("IGGY_ROOT_USERNAME", ROOT_USERNAME)
+            .env("IGGY_ROOT_PASSWORD", ROOT_PASSWORD)
+            .envs(
+                self.options
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str())),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(stderr));
+        let child = command
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot start {}: {error}", self.binary.display()));
+        self.child = Some(child);
+        self.wait_until_listening();
+    }
+
+    fn wait_until_listening(&mut self) {
+        let started = Instant::now();
+        loop {
+            let child = self.child.as_mut().expect("server process");
+            if let Some(status) = child.try_wait().expect("poll server process") {
+                self.child = None;
+                panic!(
+                    "iggy-server exited with {} before accepting connections on {}; log:\n{}",
+                    describe(status),
+                    self.address,
+                    self.log_tail()
+                );
+            }
+            if TcpStream::connect_timeout(&self.address, Duration::from_millis(200)).is_ok() {
+                return;
+            }
+            if started.elapsed() > STARTUP_TIMEOUT {
+                self.kill();
+                panic!(
+                    "iggy-server did not accept connections on {} within {STARTUP_TIMEOUT:?}; log:\n{}",
+                    self.address,
+                    self.log_tail()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// Sends SIGTERM and waits (bounded) for the process to exit; returns its exit status.
+    /// Panics if it does not exit in time (after killing it).
+    pub fn stop(&mut self) -> ExitStatus {
+        let pid = self.pid().expect("stop: the server is not running");
+        send_signal(pid, libc::SIGTERM);
+        match self.wait_for_exit(SHUTDOWN_TIMEOUT) {
+            Some(status) => status,
+            None => {
+                self.kill();
+                panic!(
+                    "iggy-server did not exit within {SHUTDOWN_TIMEOUT:?} after SIGTERM; log:\n{}",
+                    self.log_tail()
+                );
+            }
+        }
+    }
+
+    /// Graceful restart: SIGTERM, require exit status 0, then start again on the same data
+    /// directory and port.
+    pub fn restart(&mut self) {
+        let status = self.stop();
+        assert!(
+            status.success(),
+            "iggy-server exited with {} after SIGTERM (expected 0); log:\n{}",
+            describe(status),
+            self.log_tail()
+        );
+        self.start_again();
+    }
+
+    /// SIGKILL, as a crash would: nothing is flushed. Waits for the process to disappear.
+    pub fn kill(&mut self) {
+        if let Some(pid) = self.pid() {
+            send_signal(pid, libc::SIGKILL);
+            let _ = self.wait_for_exit(KILL_TIMEOUT);
+        }
+        self.child = None;
+    }
+
+    /// Waits up to `limit` for the process to exit; `None` if it is still running.
+    fn wait_for_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let started = Instant::now();
+        let child = self.child.as_mut()?;
+        loop {
+            if let Some(status) = child.try_wait().expect("poll server process") {
+                self.child = None;
+                return Some(status);
+            }
+            if started.elapsed() > limit {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.kill();
+        if std::thread::panicking() || std::env::var_os(SHOW_LOG_ENV).is_some() {
+            eprintln!(
+                "----- iggy-server log ({}), last {LOG_TAIL_LINES} lines -----\n{}\n----- end of server log -----",
+                self.log_path().display(),
+                self.log_tail()
+            );
+        }
+    }
+}
+
+/// Picks a port the OS considers free right now (bind port 0, read it, release it).
+fn free_port_address() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("local address")
+}
+
+fn send_signal(pid: u32, signal: libc::c_int) {
+    let pid = libc::pid_t::try_from(pid).expect("pid fits pid_t");
+    // SAFETY: kill(2) has no memory-safety preconditions; `pid` is our own child, which has not
+    // been reaped yet (we only reap it in wait_for_exit), so the id cannot have been reused.
+    let result = unsafe { libc::kill(pid, signal) };
+    assert!(
+        result == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH),
+        "kill({pid}, {signal}) failed: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+/// "exit code N" or "signal N".
+pub fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(signal)) => format!("signal {signal}"),
+        (None, None) => status.to_string(),
+    }
+}
