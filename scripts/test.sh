@@ -9,6 +9,9 @@ step() { printf '\n==> %s\n' "$*"; }
 step "system packages"
 scripts/install-deps.sh
 
+step "official iggy-cli 0.13.0 (for the compatibility tests)"
+scripts/install-iggy-cli.sh
+
 step "formatting"
 cargo fmt --all -- --check
 
