@@ -119,27 +119,46 @@ impl fmt::Display for StorageError {
                 operation,
                 path,
                 source,
-            } => write!(f, "{} failed on {}: {source}", operation.as_str(), path.display()),
+            } => write!(
+                f,
+                "{} failed on {}: {source}",
+                operation.as_str(),
+                path.display()
+            ),
             StorageError::InvalidConfig(why) => write!(f, "invalid partition configuration: {why}"),
             StorageError::InvalidBatch(why) => write!(f, "invalid message batch: {why}"),
             StorageError::BatchTooLarge {
                 size_bytes,
                 max_bytes,
-            } => write!(f, "batch of {size_bytes} bytes exceeds the {max_bytes}-byte limit"),
+            } => write!(
+                f,
+                "batch of {size_bytes} bytes exceeds the {max_bytes}-byte limit"
+            ),
             StorageError::Corrupted {
                 path,
                 position,
                 reason,
-            } => write!(f, "corrupted data in {} at byte {position}: {reason}", path.display()),
+            } => write!(
+                f,
+                "corrupted data in {} at byte {position}: {reason}",
+                path.display()
+            ),
             StorageError::NotFound(path) => {
                 write!(f, "partition directory {} does not exist", path.display())
             }
             StorageError::AlreadyExists(path) => {
-                write!(f, "partition directory {} already holds segments", path.display())
+                write!(
+                    f,
+                    "partition directory {} already holds segments",
+                    path.display()
+                )
             }
             StorageError::Closed => write!(f, "partition is closed"),
             StorageError::Failed(cause) => {
-                write!(f, "partition stopped accepting writes after an earlier failure: {cause}")
+                write!(
+                    f,
+                    "partition stopped accepting writes after an earlier failure: {cause}"
+                )
             }
         }
     }

@@ -20,6 +20,29 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+#[cfg(test)]
+thread_local! {
+    /// Unit tests make this thread's opens behave like a filesystem without O_DIRECT (tmpfs
+    /// accepts O_DIRECT since Linux 6.6, so it no longer exercises the fallback).
+    pub(crate) static REFUSE_DIRECT_IO: Cell<bool> = const { Cell::new(false) };
+}
+
+fn refuse_direct_io_for_tests() -> bool {
+    #[cfg(test)]
+    {
+        REFUSE_DIRECT_IO.with(Cell::get)
+    }
+    #[cfg(not(test))]
+    {
+        false
+    }
+}
+
+/// Whether the buffered fallback has been announced (tests check it).
+pub(crate) fn buffered_fallback_warned() -> bool {
+    BUFFERED_FALLBACK_WARNED.load(Ordering::Relaxed)
+}
+
 /// Set once the buffered fallback has been announced, so the log says it once per process.
 static BUFFERED_FALLBACK_WARNED: AtomicBool = AtomicBool::new(false);
 
@@ -46,11 +69,15 @@ impl DirectFile {
         if create {
             options.create(true).truncate(true);
         }
-        let direct = options
-            .clone()
-            .custom_flags(libc::O_DIRECT)
-            .open(path)
-            .await;
+        let direct = if refuse_direct_io_for_tests() {
+            Err(io::Error::from_raw_os_error(libc::EINVAL))
+        } else {
+            options
+                .clone()
+                .custom_flags(libc::O_DIRECT)
+                .open(path)
+                .await
+        };
         let (file, direct) = match direct {
             Ok(file) if direct_io_alignment_is_supported(&file) => (file, true),
             Ok(_) => {
@@ -228,11 +255,17 @@ impl DirectFile {
             match result {
                 Ok(0) => {
                     let error = io::Error::new(io::ErrorKind::WriteZero, "write returned 0");
-                    return (Err(StorageError::io(IoOperation::Write, &self.path, error)), buf);
+                    return (
+                        Err(StorageError::io(IoOperation::Write, &self.path, error)),
+                        buf,
+                    );
                 }
                 Ok(n) => done += n,
                 Err(error) => {
-                    return (Err(StorageError::io(IoOperation::Write, &self.path, error)), buf);
+                    return (
+                        Err(StorageError::io(IoOperation::Write, &self.path, error)),
+                        buf,
+                    );
                 }
             }
         }
@@ -286,7 +319,10 @@ impl DirectFile {
                 Ok(_) if buf.len() % BLOCK_SIZE != 0 => break,
                 Ok(_) => {}
                 Err(error) => {
-                    return (Err(StorageError::io(IoOperation::Read, &self.path, error)), buf);
+                    return (
+                        Err(StorageError::io(IoOperation::Read, &self.path, error)),
+                        buf,
+                    );
                 }
             }
         }

@@ -190,7 +190,10 @@ mod tests {
             index.push(&pool, entry(i));
         }
         assert_eq!(index.len(), total as usize);
-        assert_eq!(index.get(ENTRIES_PER_CHUNK), entry(ENTRIES_PER_CHUNK as u32));
+        assert_eq!(
+            index.get(ENTRIES_PER_CHUNK),
+            entry(ENTRIES_PER_CHUNK as u32)
+        );
         assert_eq!(index.start_position(0), 0);
         assert_eq!(index.start_position(5), 500);
         // Copy across a chunk boundary.
@@ -208,7 +211,11 @@ mod tests {
         // Byte limits: each message is 100 bytes.
         assert_eq!(index.count_within(0, 10, 1000), 10);
         assert_eq!(index.count_within(0, 10, 350), 3);
-        assert_eq!(index.count_within(3, 10, 10), 1, "always at least one message");
+        assert_eq!(
+            index.count_within(3, 10, 10),
+            1,
+            "always at least one message"
+        );
         index.truncate(3);
         assert_eq!(index.len(), 3);
         index.push(&pool, entry(3));

@@ -15,4 +15,9 @@ pub use index::{INDEX_ENTRY_SIZE, IndexEntry};
 pub use partition::{
     AppendOutcome, Partition, PartitionStats, ReadOutcome, RecoveryReport, RetentionOutcome,
 };
-pub use pool::{AlignedBuf, BLOCK_SIZE, BufferPool, MAX_CLASS_BYTES, MIN_CLASS_BYTES, PoolStats, PooledBuf};
+pub use pool::{
+    AlignedBuf, BLOCK_SIZE, BufferPool, MAX_CLASS_BYTES, MIN_CLASS_BYTES, PoolStats, PooledBuf,
+};
+
+#[cfg(test)]
+mod tests;

@@ -227,7 +227,9 @@ struct State {
 
 impl State {
     fn active(&self) -> &Segment {
-        self.segments.back().expect("a partition always has an active segment")
+        self.segments
+            .back()
+            .expect("a partition always has an active segment")
     }
 
     fn active_mut(&mut self) -> &mut Segment {
@@ -318,7 +320,15 @@ impl Partition {
         }
         let direct = files.log.is_direct();
         let segment = Segment::new_active(0, Some(Rc::new(files)));
-        Ok(Partition::start(dir, config, pool, VecDeque::from([segment]), 0, Vec::new(), direct))
+        Ok(Partition::start(
+            dir,
+            config,
+            pool,
+            VecDeque::from([segment]),
+            0,
+            Vec::new(),
+            direct,
+        ))
     }
 
     /// Opens an existing partition, validating and repairing it (see the module docs).
@@ -454,15 +464,7 @@ impl Partition {
                 "partition opened clean"
             );
         }
-        let partition = Partition::start(
-            dir,
-            config,
-            pool,
-            segments,
-            last_timestamp,
-            tail,
-            direct,
-        );
+        let partition = Partition::start(dir, config, pool, segments, last_timestamp, tail, direct);
         Ok((partition, report))
     }
 
@@ -546,7 +548,9 @@ impl Partition {
         timestamp_micros: u64,
     ) -> Result<AppendOutcome, StorageError> {
         if batch.is_empty() {
-            return Err(StorageError::InvalidBatch("a batch needs at least one message"));
+            return Err(StorageError::InvalidBatch(
+                "a batch needs at least one message",
+            ));
         }
         let size = batch.size() as u64;
         if size > MAX_BATCH_BYTES {
@@ -617,55 +621,88 @@ impl Partition {
     /// Up to `max_count` messages from `start_offset` (or from the first stored message when
     /// `start_offset` is older), never past the visibility watermark and at most
     /// `max_read_bytes` (but always at least one message when one is visible).
-    pub async fn read(&self, start_offset: u64, max_count: u32) -> Result<ReadOutcome, StorageError> {
+    pub async fn read(
+        &self,
+        start_offset: u64,
+        max_count: u32,
+    ) -> Result<ReadOutcome, StorageError> {
         let inner = &*self.inner;
-        let (start, pieces) = {
-            let state = inner.state.borrow();
-            plan_read(inner, &state, start_offset, max_count)?
-        };
-        let mut outcome = ReadOutcome::empty(start);
+        let mut outcome = ReadOutcome::empty(start_offset);
+        let mut next = start_offset;
+        let mut remaining = u64::from(max_count);
         let mut budget = inner.config.max_read_bytes;
         let mut total = 0u64;
-        for piece in pieces {
-            let (first_offset, bytes) = match piece {
-                ReadPiece::Memory(bytes) => {
-                    let first = MessageView::parse(&bytes)
-                        .map(|message| message.offset())
-                        .unwrap_or_default();
-                    (first, bytes)
-                }
-                ReadPiece::Disk {
-                    files,
-                    start,
-                    end,
-                    first_offset,
-                } => {
-                    let bytes = files.log.read_range(start, end).await?;
-                    check_stored(&bytes, first_offset, files.log.path(), start)?;
-                    (first_offset, bytes)
-                }
-                ReadPiece::DiskIndexed {
-                    files,
-                    relative,
-                    count,
-                    first_offset,
-                } => {
-                    let bytes =
-                        read_with_disk_index(&files, relative, count, budget, first_offset).await?;
-                    (first_offset, bytes)
-                }
+        // A plan ends at the first sealed segment whose index is on disk (its byte sizes are
+        // unknown until the index is read); the rest of the read is planned afterwards.
+        loop {
+            let (start, pieces) = {
+                let state = inner.state.borrow();
+                plan_read(inner, &state, next, remaining, budget, total > 0)?
             };
-            let count = MessageIter::new(&bytes).count() as u64;
-            if count == 0 {
-                continue;
-            }
             if total == 0 {
-                outcome.first_offset = first_offset;
+                outcome.first_offset = start;
+                outcome.last_offset = start;
             }
-            outcome.last_offset = first_offset + count - 1;
-            total += count;
-            budget = budget.saturating_sub(bytes.len() as u64);
-            outcome.bytes.push(bytes);
+            let continues = matches!(pieces.last(), Some(ReadPiece::DiskIndexed { .. }));
+            if pieces.is_empty() {
+                break;
+            }
+            let total_before = total;
+            for piece in pieces {
+                let (first_offset, bytes) = match piece {
+                    ReadPiece::Memory(bytes) => {
+                        let first = MessageView::parse(&bytes)
+                            .map(|message| message.offset())
+                            .unwrap_or_default();
+                        (first, bytes)
+                    }
+                    ReadPiece::Disk {
+                        files,
+                        start,
+                        end,
+                        first_offset,
+                    } => {
+                        let bytes = files.log.read_range(start, end).await?;
+                        check_stored(&bytes, first_offset, files.log.path(), start)?;
+                        (first_offset, bytes)
+                    }
+                    ReadPiece::DiskIndexed {
+                        files,
+                        relative,
+                        count,
+                        first_offset,
+                    } => {
+                        let bytes = read_with_disk_index(
+                            &files,
+                            relative,
+                            count,
+                            budget,
+                            total == 0,
+                            first_offset,
+                        )
+                        .await?;
+                        (first_offset, bytes)
+                    }
+                };
+                let count = MessageIter::new(&bytes).count() as u64;
+                if count == 0 {
+                    continue;
+                }
+                if total == 0 {
+                    outcome.first_offset = first_offset;
+                }
+                outcome.last_offset = first_offset + count - 1;
+                total += count;
+                remaining -= count;
+                budget = budget.saturating_sub(bytes.len() as u64);
+                outcome.bytes.push(bytes);
+            }
+            next = outcome.last_offset + 1;
+            // Stop when the plan is done, the count or byte budget is used up, or the last
+            // piece returned nothing (the next message does not fit the budget).
+            if !continues || remaining == 0 || budget == 0 || total == total_before {
+                break;
+            }
         }
         outcome.count = u32::try_from(total).expect("reads are bounded by a u32 count");
         Ok(outcome)
@@ -775,7 +812,11 @@ impl Partition {
         if done() {
             Ok(())
         } else {
-            Err(inner.state.borrow().unavailable().unwrap_or(StorageError::Closed))
+            Err(inner
+                .state
+                .borrow()
+                .unavailable()
+                .unwrap_or(StorageError::Closed))
         }
     }
 
@@ -832,7 +873,11 @@ impl Partition {
             .wait_until(|| ready() || inner.state.borrow().unavailable().is_some())
             .await;
         if !ready() {
-            return Err(inner.state.borrow().unavailable().unwrap_or(StorageError::Closed));
+            return Err(inner
+                .state
+                .borrow()
+                .unavailable()
+                .unwrap_or(StorageError::Closed));
         }
         let victims = {
             let mut state = inner.state.borrow_mut();
@@ -872,7 +917,11 @@ impl Partition {
                 }
             }
             if let Some(max_size) = config.max_size_bytes {
-                let mut total: u64 = state.segments.iter().map(|segment| segment.accepted_len).sum();
+                let mut total: u64 = state
+                    .segments
+                    .iter()
+                    .map(|segment| segment.accepted_len)
+                    .sum();
                 while total > max_size && deletable(&state) {
                     let segment = state.segments.pop_front().expect("checked");
                     total -= segment.accepted_len;
@@ -969,8 +1018,8 @@ impl Partition {
 
 /// Start offsets of the `.log` files in `dir`, ascending.
 fn list_segments(dir: &Path) -> Result<Vec<u64>, StorageError> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|error| StorageError::io(IoOperation::Directory, dir, error))?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|error| StorageError::io(IoOperation::Directory, dir, error))?;
     let mut starts = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|error| StorageError::io(IoOperation::Directory, dir, error))?;
@@ -1025,7 +1074,10 @@ fn accept(
     let active = state.active_mut();
     let segment_start = active.start_offset;
     let base_position = active.accepted_len;
-    let index = active.index.as_mut().expect("the active segment has an index");
+    let index = active
+        .index
+        .as_mut()
+        .expect("the active segment has an index");
     let entries_before = index.len();
     let mut position = 0usize;
     let mut offset = first_offset;
@@ -1054,7 +1106,9 @@ fn accept(
     }
     if offset - first_offset != count {
         index.truncate(entries_before);
-        return Err(StorageError::InvalidBatch("message count does not match the bytes"));
+        return Err(StorageError::InvalidBatch(
+            "message count does not match the bytes",
+        ));
     }
     active.accepted_count += count;
     active.accepted_len += size;
@@ -1113,7 +1167,10 @@ fn stage(inner: &Inner, state: &mut State, segment_start: u64, position: u64, da
             let aligned = align_down(position);
             let lead = (position - aligned) as usize;
             if lead > 0 {
-                assert_eq!(lead, state.tail_len, "the tail block holds the partial block");
+                assert_eq!(
+                    lead, state.tail_len,
+                    "the tail block holds the partial block"
+                );
             }
             // Grow geometrically along a round so many small appends do not make many small
             // buffers; never beyond the configured maximum.
@@ -1123,7 +1180,7 @@ fn stage(inner: &Inner, state: &mut State, segment_start: u64, position: u64, da
                 .unwrap_or(usize::MAX)
                 .clamp(MIN_WRITE_BUFFER_BYTES, inner.config.write_buffer_bytes);
             let mut buf = inner.pool.acquire(wanted);
-            buf.extend_from_slice(&state.tail[..lead]);
+            buf.append(&state.tail[..lead]);
             state.staged.push_back(Staged {
                 segment_start,
                 file_position: aligned,
@@ -1132,7 +1189,7 @@ fn stage(inner: &Inner, state: &mut State, segment_start: u64, position: u64, da
         }
         let back = state.staged.back_mut().expect("just ensured");
         let take = data.len().min(back.buf.remaining());
-        back.buf.extend_from_slice(&data[..take]);
+        back.buf.append(&data[..take]);
         data = &data[take..];
         position += take as u64;
     }
@@ -1338,7 +1395,10 @@ fn take_round(inner: &Inner, state: &mut State) -> Round {
         .is_some_and(|staged| staged.segment_start == segment_start)
     {
         let staged = state.staged.pop_front().expect("checked");
-        assert_eq!(staged.file_position, expected_position, "staged buffers are contiguous");
+        assert_eq!(
+            staged.file_position, expected_position,
+            "staged buffers are contiguous"
+        );
         expected_position += staged.buf.len() as u64;
         buffers.push(staged.buf);
     }
@@ -1353,12 +1413,25 @@ fn take_round(inner: &Inner, state: &mut State) -> Round {
     }
     last.pad_to_block();
 
-    let segment = state.segment_mut(segment_start).expect("segment of staged data");
-    assert_eq!(log_end, segment.accepted_len, "a round covers the segment's accepted data");
-    let files = Rc::clone(segment.files.as_ref().expect("files created before writing"));
-    let index = segment.index.as_ref().expect("unsealed segments keep their index");
-    let first_entry = align_down(segment.written_count * INDEX_ENTRY_SIZE as u64) as usize
-        / INDEX_ENTRY_SIZE;
+    let segment = state
+        .segment_mut(segment_start)
+        .expect("segment of staged data");
+    assert_eq!(
+        log_end, segment.accepted_len,
+        "a round covers the segment's accepted data"
+    );
+    let files = Rc::clone(
+        segment
+            .files
+            .as_ref()
+            .expect("files created before writing"),
+    );
+    let index = segment
+        .index
+        .as_ref()
+        .expect("unsealed segments keep their index");
+    let first_entry =
+        align_down(segment.written_count * INDEX_ENTRY_SIZE as u64) as usize / INDEX_ENTRY_SIZE;
     let end_count = segment.accepted_count;
     let entry_bytes = (end_count as usize - first_entry) * INDEX_ENTRY_SIZE;
     let mut index_buf = inner.pool.acquire(entry_bytes);
@@ -1435,7 +1508,10 @@ async fn write_round(
     };
     let ((log_result, mut buffers), ((index_result, _index_buf), sync_result)) = join2(
         files.log.write_all_vectored(buffers, log_position),
-        join2(files.index.write_all_at(index_buf, 0, index_position), sync_future),
+        join2(
+            files.index.write_all_at(index_buf, 0, index_position),
+            sync_future,
+        ),
     )
     .await;
     let mut state = inner.state.borrow_mut();
@@ -1500,7 +1576,10 @@ async fn seal_segment(
     count: u64,
 ) -> Result<(), StorageError> {
     files.log.truncate(len).await?;
-    files.index.truncate(count * INDEX_ENTRY_SIZE as u64).await?;
+    files
+        .index
+        .truncate(count * INDEX_ENTRY_SIZE as u64)
+        .await?;
     files.log.sync_all().await?;
     files.index.sync_all().await?;
     let mut state = inner.state.borrow_mut();
@@ -1517,7 +1596,10 @@ async fn shutdown(
 ) -> Result<(), StorageError> {
     if let Some((files, len, count)) = active {
         files.log.truncate(len).await?;
-        files.index.truncate(count * INDEX_ENTRY_SIZE as u64).await?;
+        files
+            .index
+            .truncate(count * INDEX_ENTRY_SIZE as u64)
+            .await?;
         files.log.sync_all().await?;
         files.index.sync_all().await?;
     }
@@ -1552,7 +1634,9 @@ fn plan_read(
     inner: &Inner,
     state: &State,
     start_offset: u64,
-    max_count: u32,
+    max_count: u64,
+    budget: u64,
+    have_messages: bool,
 ) -> Result<(u64, Vec<ReadPiece>), StorageError> {
     let visible_end = state.visible_end(inner.config.ack_mode);
     let start = start_offset.max(state.first_offset());
@@ -1560,8 +1644,8 @@ fn plan_read(
     if max_count == 0 || start >= visible_end {
         return Ok((start, pieces));
     }
-    let end = start.saturating_add(u64::from(max_count)).min(visible_end);
-    let mut budget = inner.config.max_read_bytes;
+    let end = start.saturating_add(max_count).min(visible_end);
+    let mut budget = budget;
     let mut offset = start;
     let first_segment = state
         .segments
@@ -1594,7 +1678,7 @@ fn plan_read(
         };
         let first_size = u64::from(index.get(relative as usize).end_position)
             - index.start_position(relative as usize);
-        if !pieces.is_empty() && first_size > budget {
+        if (have_messages || !pieces.is_empty()) && first_size > budget {
             break;
         }
         let count = index.count_within(relative as usize, wanted as usize, budget) as u64;
@@ -1679,6 +1763,7 @@ async fn read_with_disk_index(
     relative: u64,
     count: u64,
     budget: u64,
+    at_least_one: bool,
     first_offset: u64,
 ) -> Result<Bytes, StorageError> {
     // Every message is at least a header, so no more than this many can fit the budget.
@@ -1712,9 +1797,15 @@ async fn read_with_disk_index(
     } else {
         (u64::from(entries[0].end_position), &entries[1..])
     };
-    let mut take = 1;
+    let mut take = 0;
     while take < wanted.len() && u64::from(wanted[take].end_position) - start <= budget {
         take += 1;
+    }
+    if take == 0 {
+        if !at_least_one {
+            return Ok(Bytes::new());
+        }
+        take = 1;
     }
     let end = u64::from(wanted[take - 1].end_position);
     if end <= start {

@@ -91,12 +91,16 @@ impl AlignedBuf {
     /// Sets the valid length; every byte below the capacity is initialised, so any length up to
     /// the capacity is sound.
     pub fn set_filled(&mut self, len: usize) {
-        assert!(len <= self.capacity, "length {len} beyond capacity {}", self.capacity);
+        assert!(
+            len <= self.capacity,
+            "length {len} beyond capacity {}",
+            self.capacity
+        );
         self.len = len;
     }
 
     /// Appends `bytes`; the caller checked that they fit.
-    pub fn extend_from_slice(&mut self, bytes: &[u8]) {
+    pub fn append(&mut self, bytes: &[u8]) {
         assert!(bytes.len() <= self.remaining(), "aligned buffer overflow");
         let len = self.len;
         self.whole_mut()[len..len + bytes.len()].copy_from_slice(bytes);
@@ -166,7 +170,10 @@ impl IoBufMut for AlignedBuf {
         let whole = self.whole_mut();
         // SAFETY: `MaybeUninit<u8>` has the layout of `u8`; callers only store initialised bytes.
         unsafe {
-            std::slice::from_raw_parts_mut(whole.as_mut_ptr().cast::<MaybeUninit<u8>>(), whole.len())
+            std::slice::from_raw_parts_mut(
+                whole.as_mut_ptr().cast::<MaybeUninit<u8>>(),
+                whole.len(),
+            )
         }
     }
 }
@@ -376,7 +383,7 @@ mod tests {
     fn returned_buffers_are_reused_without_misses() {
         let pool = Rc::new(BufferPool::with_max_cached_bytes(1 << 30));
         let mut buf = pool.acquire(10_000);
-        buf.extend_from_slice(b"hello");
+        buf.append(b"hello");
         assert_eq!(pool.stats().misses, 1);
         assert_eq!(pool.stats().in_use, 16384);
         drop(buf);
@@ -401,7 +408,11 @@ mod tests {
         let b = pool.acquire(8192);
         drop(a);
         drop(b);
-        assert_eq!(pool.stats().allocated, 8192, "only one buffer fits the cache");
+        assert_eq!(
+            pool.stats().allocated,
+            8192,
+            "only one buffer fits the cache"
+        );
     }
 
     #[test]
@@ -410,7 +421,7 @@ mod tests {
         let mut buf = pool.acquire(8192);
         buf.whole_mut().fill(0xAB);
         buf.set_filled(0);
-        buf.extend_from_slice(&[1, 2, 3]);
+        buf.append(&[1, 2, 3]);
         assert_eq!(buf.pad_to_block(), BLOCK_SIZE);
         assert_eq!(&buf.as_slice()[..4], &[1, 2, 3, 0]);
         assert!(buf.as_slice()[3..].iter().all(|&b| b == 0));

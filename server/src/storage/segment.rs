@@ -130,7 +130,9 @@ pub(crate) async fn check_sealed(
     let message = files.log.read_range(start, log_len).await?;
     let expected_offset = start_offset + count - 1;
     match validate_message(&message, expected_offset, 0) {
-        Some(view) if view.size() as u64 == log_len - start && view.timestamp() == last.timestamp => {
+        Some(view)
+            if view.size() as u64 == log_len - start && view.timestamp() == last.timestamp =>
+        {
             Ok(Some(SealedSummary {
                 count,
                 len: log_len,
@@ -357,7 +359,11 @@ async fn rewrite_index_from(
     }
     let mut buf = pool.acquire(entries * INDEX_ENTRY_SIZE);
     buf.set_filled(entries * INDEX_ENTRY_SIZE);
-    index.copy_encoded(first_entry, index.len(), &mut buf.whole_mut()[..entries * INDEX_ENTRY_SIZE]);
+    index.copy_encoded(
+        first_entry,
+        index.len(),
+        &mut buf.whole_mut()[..entries * INDEX_ENTRY_SIZE],
+    );
     buf.pad_to_block();
     let (result, _buf) = files.index.write_all_at(buf, 0, first_byte).await;
     result
