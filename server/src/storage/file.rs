@@ -39,6 +39,7 @@ fn refuse_direct_io_for_tests() -> bool {
 }
 
 /// Whether the buffered fallback has been announced (tests check it).
+#[cfg(test)]
 pub(crate) fn buffered_fallback_warned() -> bool {
     BUFFERED_FALLBACK_WARNED.load(Ordering::Relaxed)
 }

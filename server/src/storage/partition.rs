@@ -11,7 +11,8 @@ use super::file::sync_directory;
 use super::index::{INDEX_ENTRY_SIZE, IndexEntry, MemoryIndex};
 use super::pool::{BLOCK_SIZE, BufferPool, PooledBuf, align_down, align_up};
 use super::segment::{
-    SegmentFiles, check_sealed, index_path, log_path, parse_log_name, recover_segment,
+    CLEAN_SHUTDOWN_MARKER, SegmentFiles, check_sealed, decode_clean_marker, encode_clean_marker,
+    index_path, log_path, parse_log_name, recover_segment,
 };
 use super::wait::{WaitList, join2};
 use bytes::Bytes;
@@ -351,6 +352,18 @@ impl Partition {
             };
             return Ok((partition, report));
         }
+        // The marker vouches for the files only until the next write: remove it first.
+        let marker_path = dir.join(CLEAN_SHUTDOWN_MARKER);
+        let marker = match std::fs::read(&marker_path) {
+            Ok(bytes) => {
+                std::fs::remove_file(&marker_path)
+                    .map_err(|error| StorageError::io(IoOperation::Remove, &marker_path, error))?;
+                sync_directory(&dir).await?;
+                decode_clean_marker(&bytes)
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+            Err(error) => return Err(StorageError::io(IoOperation::Read, &marker_path, error)),
+        };
         let mut report = RecoveryReport::default();
         let mut segments = VecDeque::with_capacity(starts.len());
         let mut tail = Vec::new();
@@ -373,7 +386,15 @@ impl Partition {
                 });
                 continue;
             }
-            let recovered = recover_segment(&files, start, &pool, last).await?;
+            let closed_cleanly =
+                last && marker.is_some_and(|(marker_start, _, _)| marker_start == start);
+            if last && !closed_cleanly {
+                tracing::warn!(
+                    segment = %log_path(&dir, start).display(),
+                    "partition was not closed cleanly; validating every message of the active segment"
+                );
+            }
+            let recovered = recover_segment(&files, start, &pool, last, closed_cleanly).await?;
             let changed = recovered.truncated_log_bytes > 0
                 || recovered.dropped_index_entries > 0
                 || recovered.rebuilt_index_entries > 0;
@@ -1602,6 +1623,19 @@ async fn shutdown(
             .await?;
         files.log.sync_all().await?;
         files.index.sync_all().await?;
+        // Lets the next open trust these files without reading the whole segment.
+        let start = inner.state.borrow().active().start_offset;
+        let marker = inner.dir.join(CLEAN_SHUTDOWN_MARKER);
+        let compio::BufResult(written, _) =
+            compio::fs::write(&marker, encode_clean_marker(start, len, count)).await;
+        written.map_err(|error| StorageError::io(IoOperation::Write, &marker, error))?;
+        let marker_file = compio::fs::File::open(&marker)
+            .await
+            .map_err(|error| StorageError::io(IoOperation::Open, &marker, error))?;
+        marker_file
+            .sync_all()
+            .await
+            .map_err(|error| StorageError::io(IoOperation::Sync, &marker, error))?;
     }
     sync_directory(&inner.dir).await?;
     let mut state = inner.state.borrow_mut();

@@ -21,6 +21,32 @@ pub(crate) fn index_path(dir: &Path, start_offset: u64) -> PathBuf {
     dir.join(format!("{start_offset:020}.index"))
 }
 
+/// Written by a clean close, removed by open before anything is written: its presence says the
+/// active segment's files were complete when the process stopped.
+/// ```text
+/// offset size field
+///      0    8 start offset of the active segment   u64 LE
+///      8    8 logical length of its .log           u64 LE
+///     16    8 number of messages (index entries)   u64 LE
+/// ```
+pub(crate) const CLEAN_SHUTDOWN_MARKER: &str = "clean_shutdown";
+
+pub(crate) fn encode_clean_marker(start_offset: u64, len: u64, count: u64) -> Vec<u8> {
+    [start_offset, len, count]
+        .iter()
+        .flat_map(|value| value.to_le_bytes())
+        .collect()
+}
+
+/// `(start offset, length, count)` from a marker's bytes.
+pub(crate) fn decode_clean_marker(bytes: &[u8]) -> Option<(u64, u64, u64)> {
+    if bytes.len() != 24 {
+        return None;
+    }
+    let field = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    Some((field(0), field(8), field(16)))
+}
+
 /// The start offset encoded in a segment file name, for `.log` files only.
 pub(crate) fn parse_log_name(name: &str) -> Option<u64> {
     let digits = name.strip_suffix(".log")?;
@@ -147,11 +173,16 @@ pub(crate) async fn check_sealed(
 ///
 /// 1. The index prefix whose entries are plausible (entry `i` has relative offset `i`,
 ///    positions grow by at least a header, timestamps do not decrease, nothing points past the
-///    log) is taken as a hint.
-/// 2. Walking back from its last entry, the newest entry whose message validates (header,
-///    offset, id, checksum) is the last trustworthy one.
-/// 3. From there every following message in the log is validated in turn; the log is cut at
-///    the first invalid byte, and the index is rewritten to describe exactly the valid messages.
+///    log) is read.
+/// 2. If the partition was closed cleanly (`closed_cleanly`, from the marker `close` leaves)
+///    and the files agree (the plausible prefix is the whole index, its last entry ends exactly
+///    at the end of the log, and the last message validates), the segment is trusted as it
+///    is: a clean restart reads one block, not the segment.
+/// 3. Otherwise every message from the start of the segment is validated (sane header,
+///    expected offset, non-zero id, checksum, timestamps not going back), because the blocks
+///    of a torn direct write can land in any order: a valid last message does not vouch for
+///    the ones before it. The log is cut at the first invalid byte, and the index is rewritten
+///    from the first entry that differs from what the log holds.
 ///
 /// The repaired files are fsynced before this returns.
 pub(crate) async fn recover_segment(
@@ -159,75 +190,74 @@ pub(crate) async fn recover_segment(
     start_offset: u64,
     pool: &Rc<BufferPool>,
     keep_index: bool,
+    closed_cleanly: bool,
 ) -> Result<RecoveredSegment, StorageError> {
     let log_len = files.log.size().await?;
     let index_len = files.index.size().await?;
 
     // 1. Plausible index prefix.
-    let mut index = MemoryIndex::new();
+    let mut hint = MemoryIndex::new();
     let raw_index = read_whole(&files.index, index_len).await?;
     let mut previous_end = 0u64;
     let mut previous_timestamp = 0u64;
     for bytes in raw_index.as_slice().chunks_exact(INDEX_ENTRY_SIZE) {
         let entry = IndexEntry::decode(bytes);
         let end = u64::from(entry.end_position);
-        let plausible = entry.relative_offset as usize == index.len()
+        let plausible = entry.relative_offset as usize == hint.len()
             && end >= previous_end + HEADER_SIZE as u64
             && end <= log_len
             && entry.timestamp >= previous_timestamp;
         if !plausible {
             break;
         }
-        index.push(pool, entry);
+        hint.push(pool, entry);
         previous_end = end;
         previous_timestamp = entry.timestamp;
     }
     drop(raw_index);
-    let indexed_entries = index.len() as u64;
+    let hinted = hint.len() as u64;
 
-    // 2. Walk back to the newest entry whose message validates.
-    let mut trusted = index.len();
-    'backward: while trusted > 0 {
-        let last = trusted - 1;
-        let window_end = u64::from(index.get(last).end_position);
-        let mut first = last;
-        while first > 0 && window_end - index.start_position(first - 1) <= RECOVERY_WINDOW_BYTES {
-            first -= 1;
-        }
-        let window_start = index.start_position(first);
-        let bytes = files.log.read_range(window_start, window_end).await?;
-        for candidate in (first..=last).rev() {
-            let from = (index.start_position(candidate) - window_start) as usize;
-            let to = (u64::from(index.get(candidate).end_position) - window_start) as usize;
-            let entry = index.get(candidate);
-            let minimum_timestamp = if candidate == 0 {
-                0
-            } else {
-                index.get(candidate - 1).timestamp
-            };
-            let valid = validate_message(
-                &bytes[from..to],
-                start_offset + candidate as u64,
-                minimum_timestamp,
-            )
-            .is_some_and(|view| view.size() == to - from && view.timestamp() == entry.timestamp);
-            if valid {
-                trusted = candidate + 1;
-                break 'backward;
+    // 2. Cleanly closed?
+    if closed_cleanly && hinted * INDEX_ENTRY_SIZE as u64 == index_len && previous_end == log_len {
+        let last = hint.len().checked_sub(1);
+        let clean = match last {
+            None => log_len == 0,
+            Some(last) => {
+                let from = hint.start_position(last);
+                let bytes = files.log.read_range(from, log_len).await?;
+                let minimum = if last == 0 {
+                    0
+                } else {
+                    hint.get(last - 1).timestamp
+                };
+                validate_message(&bytes, start_offset + last as u64, minimum).is_some_and(|view| {
+                    view.size() as u64 == log_len - from && view.timestamp() == previous_timestamp
+                })
             }
+        };
+        if clean {
+            let tail = files
+                .log
+                .read_range(align_down(log_len), log_len)
+                .await?
+                .to_vec();
+            return Ok(RecoveredSegment {
+                count: hinted,
+                len: log_len,
+                last_timestamp: previous_timestamp,
+                index: keep_index.then_some(hint),
+                tail,
+                dropped_index_entries: 0,
+                rebuilt_index_entries: 0,
+                truncated_log_bytes: 0,
+            });
         }
-        trusted = first;
     }
-    index.truncate(trusted);
-    let trusted_entries = trusted as u64;
 
-    // 3. Validate every message after the trusted point.
-    let mut position = index.start_position(index.len());
-    let mut last_timestamp = if index.len() == 0 {
-        0
-    } else {
-        index.get(index.len() - 1).timestamp
-    };
+    // 3. Validate every message.
+    let mut index = MemoryIndex::new();
+    let mut position = 0u64;
+    let mut last_timestamp = 0u64;
     let mut window = bytes::Bytes::new();
     let mut window_start = position;
     loop {
@@ -270,13 +300,18 @@ pub(crate) async fn recover_segment(
     }
     let count = index.len() as u64;
     let len = position;
-    let rebuilt = count - trusted_entries;
+    // How much of the old index was right.
+    let matching = (0..hint.len().min(index.len()))
+        .find(|&entry| hint.get(entry) != index.get(entry))
+        .unwrap_or(hint.len().min(index.len()));
+    drop(hint);
+    let rebuilt = count - matching as u64;
 
-    // Repair the files when they do not describe exactly the valid messages.
+    // Repair the files so they describe exactly the valid messages.
     let log_changed = log_len != len;
     let index_changed = rebuilt > 0 || index_len != count * INDEX_ENTRY_SIZE as u64;
     if index_changed {
-        rewrite_index_from(files, &index, trusted, pool).await?;
+        rewrite_index_from(files, &index, matching, pool).await?;
         files
             .index
             .truncate(count * INDEX_ENTRY_SIZE as u64)
@@ -289,15 +324,14 @@ pub(crate) async fn recover_segment(
         files.log.sync_all().await?;
         files.index.sync_all().await?;
     }
-    let tail_start = align_down(len);
-    let tail = files.log.read_range(tail_start, len).await?.to_vec();
+    let tail = files.log.read_range(align_down(len), len).await?.to_vec();
     Ok(RecoveredSegment {
         count,
         len,
         last_timestamp,
         index: keep_index.then_some(index),
         tail,
-        dropped_index_entries: indexed_entries - trusted_entries,
+        dropped_index_entries: hinted - matching as u64,
         rebuilt_index_entries: rebuilt,
         truncated_log_bytes: log_len - len,
     })
