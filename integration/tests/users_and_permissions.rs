@@ -739,8 +739,12 @@ impl Oracle<'_> {
         self.create_topic(s) || self.topic(s, t).is_some_and(|p| p.manage_topic)
     }
 
+    // One deliberate difference from upstream 0.8.0 (server/src/permissions.rs): global
+    // read_streams, manage_streams, read_topics and manage_topics also allow polling, as in
+    // upstream's later versions; 0.8.0 refused them.
     fn poll(&self, s: u32, t: u32) -> bool {
         self.global().poll_messages
+            || self.read_topic_global()
             || self.stream(s).is_some_and(|p| {
                 p.poll_messages || p.read_stream || p.manage_topics || p.read_topics
             })

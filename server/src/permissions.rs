@@ -1,9 +1,26 @@
-//! Who may do what (protocol.md 2.7). The root user (id 0) may do everything; other users have
-//! global flags plus per-stream and per-topic entries. A `manage` flag implies the matching
-//! `read`, and a flag on a stream covers its topics.
+//! Who may do what (protocol.md 2.7), following upstream Iggy 0.8.0's rules, with one
+//! deliberate difference: global `read_streams`, `manage_streams`, `read_topics` and
+//! `manage_topics` also allow polling (and consumer offsets), as upstream's later versions do
+//! (manage_streams → read_streams → read_topics → poll_messages); a user who may read every
+//! topic would otherwise be refused its messages.
+//!
+//! | action | granted by (global / stream entry / topic entry) |
+//! |---|---|
+//! | read servers, clients, stats | `manage_servers`, `read_servers` |
+//! | read users / manage users | `manage_users`, `read_users` / `manage_users` |
+//! | list streams, create a stream | `manage_streams`, `read_streams` / `manage_streams` |
+//! | read a stream | `manage_streams`, `read_streams` / `manage_stream`, `read_stream` |
+//! | update, purge, delete a stream | `manage_streams` / `manage_stream` |
+//! | read a topic, its groups; join, leave, create, delete groups | `manage_streams`, `read_streams`, `manage_topics`, `read_topics` / `manage_topics`, `read_topics` / `manage_topic`, `read_topic` |
+//! | create a topic | `manage_streams`, `manage_topics` / `manage_topics` |
+//! | change a topic, its partitions, segments | as create, plus topic `manage_topic` |
+//! | poll, offsets | `poll_messages` (+ the read/manage flags above) / `poll_messages`, `read_stream`, `manage_topics`, `read_topics` / `poll_messages`, `read_topic`, `manage_topic` |
+//! | send, flush | `send_messages` / `send_messages`, `manage_stream`, `manage_topics` / `send_messages`, `manage_topic` |
+//!
+//! The root user (id 0) may do everything.
 
 use crate::metadata::User;
-use rill_core::primitives::{GlobalPermissions, Permissions, StreamPermissions, TopicPermissions};
+use rill_core::primitives::{Permissions, StreamPermissions, TopicPermissions};
 
 pub const ROOT_USER_ID: u32 = 0;
 
@@ -18,6 +35,8 @@ pub enum Action {
     CreateStream,
     ReadStream(u32),
     ManageStream(u32),
+    /// List a stream's topics.
+    ReadTopics(u32),
     CreateTopic(u32),
     ReadTopic(u32, u32),
     ManageTopic(u32, u32),
@@ -47,30 +66,20 @@ pub fn allowed(user: &User, action: Action) -> bool {
     let Some(permissions) = &user.permissions else {
         return false;
     };
-    let global: &GlobalPermissions = &permissions.global;
-    let manage_stream = |stream_id| {
+    let global = &permissions.global;
+    let stream = |stream_id| stream_entry(permissions, stream_id);
+    let topic = |stream_id, topic_id| topic_entry(stream_entry(permissions, stream_id), topic_id);
+    let read_all_topics =
+        global.manage_streams || global.read_streams || global.manage_topics || global.read_topics;
+    let create_topic = |stream_id| {
         global.manage_streams
-            || stream_entry(permissions, stream_id).is_some_and(|s| s.manage_stream)
-    };
-    let read_stream = |stream_id| {
-        manage_stream(stream_id)
-            || global.read_streams
-            || stream_entry(permissions, stream_id).is_some_and(|s| s.read_stream)
-    };
-    let manage_topic = |stream_id, topic_id| {
-        let stream = stream_entry(permissions, stream_id);
-        manage_stream(stream_id)
             || global.manage_topics
-            || stream.is_some_and(|s| s.manage_topics)
-            || topic_entry(stream, topic_id).is_some_and(|t| t.manage_topic)
+            || stream(stream_id).is_some_and(|s| s.manage_topics)
     };
     let read_topic = |stream_id, topic_id| {
-        let stream = stream_entry(permissions, stream_id);
-        manage_topic(stream_id, topic_id)
-            || read_stream(stream_id)
-            || global.read_topics
-            || stream.is_some_and(|s| s.read_topics)
-            || topic_entry(stream, topic_id).is_some_and(|t| t.read_topic)
+        read_all_topics
+            || stream(stream_id).is_some_and(|s| s.manage_topics || s.read_topics)
+            || topic(stream_id, topic_id).is_some_and(|t| t.manage_topic || t.read_topic)
     };
     match action {
         Action::ReadServers => global.manage_servers || global.read_servers,
@@ -79,28 +88,41 @@ pub fn allowed(user: &User, action: Action) -> bool {
         Action::ManageUsers => global.manage_users,
         Action::ReadStreams => global.manage_streams || global.read_streams,
         Action::CreateStream => global.manage_streams,
-        Action::ReadStream(stream_id) => read_stream(stream_id),
-        Action::ManageStream(stream_id) => manage_stream(stream_id),
-        Action::CreateTopic(stream_id) => {
-            manage_stream(stream_id)
-                || global.manage_topics
-                || stream_entry(permissions, stream_id).is_some_and(|s| s.manage_topics)
+        Action::ReadStream(stream_id) => {
+            global.manage_streams
+                || global.read_streams
+                || stream(stream_id).is_some_and(|s| s.manage_stream || s.read_stream)
         }
+        Action::ManageStream(stream_id) => {
+            global.manage_streams || stream(stream_id).is_some_and(|s| s.manage_stream)
+        }
+        Action::ReadTopics(stream_id) => {
+            read_all_topics
+                || stream(stream_id).is_some_and(|s| {
+                    s.manage_topics
+                        || s.read_topics
+                        || s.topics.iter().any(|t| t.manage_topic || t.read_topic)
+                })
+        }
+        Action::CreateTopic(stream_id) => create_topic(stream_id),
         Action::ReadTopic(stream_id, topic_id) => read_topic(stream_id, topic_id),
-        Action::ManageTopic(stream_id, topic_id) => manage_topic(stream_id, topic_id),
+        Action::ManageTopic(stream_id, topic_id) => {
+            create_topic(stream_id) || topic(stream_id, topic_id).is_some_and(|t| t.manage_topic)
+        }
         Action::PollMessages(stream_id, topic_id) => {
-            let stream = stream_entry(permissions, stream_id);
             global.poll_messages
-                || read_topic(stream_id, topic_id)
-                || stream.is_some_and(|s| s.poll_messages)
-                || topic_entry(stream, topic_id).is_some_and(|t| t.poll_messages)
+                || read_all_topics
+                || stream(stream_id).is_some_and(|s| {
+                    s.poll_messages || s.read_stream || s.manage_topics || s.read_topics
+                })
+                || topic(stream_id, topic_id)
+                    .is_some_and(|t| t.poll_messages || t.read_topic || t.manage_topic)
         }
         Action::SendMessages(stream_id, topic_id) => {
-            let stream = stream_entry(permissions, stream_id);
             global.send_messages
-                || manage_topic(stream_id, topic_id)
-                || stream.is_some_and(|s| s.send_messages)
-                || topic_entry(stream, topic_id).is_some_and(|t| t.send_messages)
+                || stream(stream_id)
+                    .is_some_and(|s| s.send_messages || s.manage_stream || s.manage_topics)
+                || topic(stream_id, topic_id).is_some_and(|t| t.send_messages || t.manage_topic)
         }
     }
 }
@@ -108,7 +130,7 @@ pub fn allowed(user: &User, action: Action) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rill_core::primitives::UserStatus;
+    use rill_core::primitives::{GlobalPermissions, UserStatus};
 
     fn user(id: u32, permissions: Option<Permissions>) -> User {
         User {

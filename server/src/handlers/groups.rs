@@ -80,17 +80,18 @@ pub fn get_groups(shard: &Shard, user_id: u32, request: GetConsumerGroups) -> Ha
     })?
 }
 
-/// Resolves a group and checks that the user may poll its topic.
+/// Resolves a group and checks that the user may do `action` on its topic.
 pub(super) fn resolve_group(
     shard: &Shard,
     user_id: u32,
     stream_id: &Identifier,
     topic_id: &Identifier,
     group_id: &Identifier,
+    action: fn(u32, u32) -> Action,
 ) -> Result<GroupKey, ErrorCode> {
     shard.metadata(|metadata| {
         let (stream, topic) = resolve(metadata, stream_id, topic_id)?;
-        check(metadata, user_id, Action::PollMessages(stream.id, topic.id))?;
+        check(metadata, user_id, action(stream.id, topic.id))?;
         let group = topic
             .group(group_id)
             .ok_or(ErrorCode::ConsumerGroupIdNotFound)?;
@@ -114,6 +115,7 @@ pub fn join(
         &request.stream_id,
         &request.topic_id,
         &request.group_id,
+        Action::ReadTopic,
     )?;
     shard.shared.groups.join(&key, session.client_id)?;
     shard.shared.clients.join_group(
@@ -135,6 +137,7 @@ pub fn leave(
         &request.stream_id,
         &request.topic_id,
         &request.group_id,
+        Action::ReadTopic,
     )?;
     shard.shared.groups.leave(&key, session.client_id)?;
     shard.shared.clients.leave_group(

@@ -83,6 +83,7 @@ pub async fn poll(
                 &request.stream_id,
                 &request.topic_id,
                 &request.consumer.id,
+                Action::PollMessages,
             )?;
             let groups = &shard.shared.groups;
             let partition_id = match request.partition_id.0 {
@@ -100,7 +101,13 @@ pub async fn poll(
                 }
                 None => match groups.next_partition(&group, session.client_id)? {
                     Some(partition_id) => partition_id,
-                    None => return Ok(empty_poll(shard, group.stream_id, group.topic_id, 0)),
+                    // A member without partitions: partition 0, offset 0 (protocol.md 5.2).
+                    None => {
+                        return Ok(Response::Polled {
+                            header: encode_poll_header(0, 0, 0),
+                            chunks: Vec::new(),
+                        });
+                    }
                 },
             };
             (

@@ -85,7 +85,7 @@ pub async fn handle(shard: &Shard, session: &mut Session, request: Request) -> H
         Request::GetClient(request) => system::client(shard, user_id, request),
         Request::GetClients(_) => system::clients(shard, user_id),
         Request::GetClusterMetadata(_) => system::cluster_metadata(shard),
-        Request::GetSnapshot(request) => snapshot::snapshot(shard, user_id, request).await,
+        Request::GetSnapshot(request) => snapshot::snapshot(shard, request).await,
         Request::GetStream(request) => streams::get_stream(shard, user_id, request),
         Request::GetStreams(_) => streams::get_streams(shard, user_id),
         Request::GetTopic(request) => streams::get_topic(shard, user_id, request),

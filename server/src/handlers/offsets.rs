@@ -47,7 +47,14 @@ fn target(
             (stream, topic, count, consumer_key(consumer))
         }
         ConsumerKind::ConsumerGroup => {
-            let group = resolve_group(shard, user_id, stream_id, topic_id, &consumer.id)?;
+            let group = resolve_group(
+                shard,
+                user_id,
+                stream_id,
+                topic_id,
+                &consumer.id,
+                Action::PollMessages,
+            )?;
             let count = shard.metadata(|metadata| {
                 metadata
                     .topic_by_ids(group.stream_id, group.topic_id)
@@ -61,24 +68,24 @@ fn target(
             )
         }
     };
-    let partition_id = match (partition.0, consumer.kind, member_partition) {
-        (Some(partition_id), _, _) => partition_id,
-        (None, ConsumerKind::ConsumerGroup, true) => {
-            let ConsumerKey::Group(group_id) = key else {
-                unreachable!("group consumer")
-            };
+    let partition_id = match (key, member_partition) {
+        // Storing and deleting a group's offset need membership, with or without a partition.
+        (ConsumerKey::Group(group_id), true) => {
             let group = crate::groups::GroupKey {
                 stream_id: stream,
                 topic_id: topic,
                 group_id,
             };
-            shard
+            let current = shard
                 .shared
                 .groups
-                .current_partition(&group, session.client_id)?
-                .ok_or(ErrorCode::NotResolvedConsumer)?
+                .current_partition(&group, session.client_id)?;
+            match partition.0 {
+                Some(partition_id) => partition_id,
+                None => current.ok_or(ErrorCode::NotResolvedConsumer)?,
+            }
         }
-        (None, _, _) => 0,
+        _ => partition.0.unwrap_or(0),
     };
     if partition_id >= partitions_count {
         return Err(ErrorCode::PartitionNotFound);

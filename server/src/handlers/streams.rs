@@ -52,7 +52,7 @@ pub fn get_topics(shard: &Shard, user_id: u32, request: GetTopics) -> HandlerRes
         let Some(stream) = metadata.stream(&request.stream_id) else {
             return Ok(Response::Empty);
         };
-        check(metadata, user_id, Action::ReadStream(stream.id))?;
+        check(metadata, user_id, Action::ReadTopics(stream.id))?;
         let topics: Vec<_> = stream
             .topics
             .values()

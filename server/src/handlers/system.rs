@@ -55,7 +55,7 @@ pub fn stats(shard: &Shard, user_id: u32) -> HandlerResult {
         segments_count,
         messages_count,
         clients_count: shared.clients.len() as u32,
-        consumer_groups_count: 0,
+        consumer_groups_count: shared.groups.len() as u32,
         hostname: machine.hostname,
         os_name: machine.os_name,
         os_version: machine.os_version,
