@@ -1,0 +1,385 @@
+//! The machine's physical ceilings, measured the way the server would hit them:
+//!
+//! * **disk**: sequential O_DIRECT writes of `block_size` chunks to a new file in the server's
+//!   data directory (then `fdatasync`), and sequential O_DIRECT reads of it back. O_DIRECT skips
+//!   the page cache, as the server's segment writes do; buffers, offsets and lengths are
+//!   4096-aligned.
+//! * **loopback TCP**: this binary spawns itself (`iggy-bench loopback-sink`) as a second process
+//!   that connects back to a listener here; 1 MiB writes stream `loopback_size` bytes per
+//!   connection and the sink acknowledges the byte count after EOF. Measured with one connection
+//!   and with two (the machine has two cores); the ceiling is the faster of the two.
+//!
+//! Reports divide their throughput by these figures (see `report.rs`).
+
+use crate::error::{Error, Result};
+use crate::units::{BYTES_PER_MEGABYTE, iso8601_utc};
+use serde::{Deserialize, Serialize};
+use std::alloc::Layout;
+use std::fs::OpenOptions;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Instant, SystemTime};
+
+/// Alignment of O_DIRECT buffers, offsets and lengths (512 suffices here; 4096 is safe anywhere).
+const DIRECT_IO_ALIGNMENT: usize = 4096;
+/// Size of each loopback write and read.
+const LOOPBACK_CHUNK_BYTES: usize = 1 << 20;
+/// Name of the scratch file in the measured directory (removed afterwards).
+const SCRATCH_FILE: &str = ".iggy-bench-baseline.tmp";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiskBaseline {
+    pub dir: PathBuf,
+    pub bytes: u64,
+    pub block_size: u64,
+    pub write_mb_s: f64,
+    pub read_mb_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoopbackBaseline {
+    pub bytes_per_connection: u64,
+    /// One connection.
+    pub single_mb_s: f64,
+    /// Two connections at once, summed.
+    pub dual_mb_s: f64,
+}
+
+impl LoopbackBaseline {
+    pub fn ceiling_mb_s(&self) -> f64 {
+        self.single_mb_s.max(self.dual_mb_s)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    pub measured_at: String,
+    pub hostname: String,
+    pub disk: Option<DiskBaseline>,
+    pub loopback: Option<LoopbackBaseline>,
+}
+
+impl Baseline {
+    pub fn load(path: &Path) -> Result<Baseline> {
+        let text = std::fs::read_to_string(path).map_err(|error| {
+            Error::Usage(format!("cannot read baseline {}: {error}", path.display()))
+        })?;
+        serde_json::from_str(&text).map_err(|error| {
+            Error::Usage(format!(
+                "{} is not a baseline JSON: {error}",
+                path.display()
+            ))
+        })
+    }
+
+    pub fn save(&self, path: &Path) -> Result<()> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        let json = serde_json::to_string_pretty(self).expect("baseline serialises");
+        std::fs::write(path, json)?;
+        Ok(())
+    }
+
+    pub fn disk_write_mb_s(&self) -> Option<f64> {
+        self.disk.as_ref().map(|disk| disk.write_mb_s)
+    }
+
+    pub fn disk_read_mb_s(&self) -> Option<f64> {
+        self.disk.as_ref().map(|disk| disk.read_mb_s)
+    }
+
+    pub fn loopback_mb_s(&self) -> Option<f64> {
+        self.loopback.as_ref().map(LoopbackBaseline::ceiling_mb_s)
+    }
+
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(disk) = &self.disk {
+            parts.push(format!(
+                "O_DIRECT write {:.0} MB/s, read {:.0} MB/s ({})",
+                disk.write_mb_s,
+                disk.read_mb_s,
+                disk.dir.display()
+            ));
+        }
+        if let Some(loopback) = &self.loopback {
+            parts.push(format!(
+                "loopback TCP {:.0} MB/s (1 connection {:.0}, 2 connections {:.0})",
+                loopback.ceiling_mb_s(),
+                loopback.single_mb_s,
+                loopback.dual_mb_s
+            ));
+        }
+        parts.join("; ")
+    }
+}
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct BaselineOptions {
+    pub dir: Option<PathBuf>,
+    pub disk_bytes: u64,
+    pub block_size: u64,
+    pub loopback_bytes: u64,
+    /// The program to spawn as the loopback sink (normally this executable).
+    pub sink_program: PathBuf,
+}
+
+/// The server's data directory by default: `$IGGY_SYSTEM_PATH`, else `./local_data`.
+pub fn default_data_dir() -> PathBuf {
+    std::env::var_os("IGGY_SYSTEM_PATH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("local_data"))
+}
+
+pub fn measure(options: &BaselineOptions, disk: bool, loopback: bool) -> Result<Baseline> {
+    let dir = options.dir.clone().unwrap_or_else(default_data_dir);
+    Ok(Baseline {
+        measured_at: iso8601_utc(SystemTime::now()),
+        hostname: hostname(),
+        disk: if disk {
+            Some(measure_disk(&dir, options.disk_bytes, options.block_size)?)
+        } else {
+            None
+        },
+        loopback: if loopback {
+            let single = measure_loopback(&options.sink_program, options.loopback_bytes, 1)?;
+            let dual = measure_loopback(&options.sink_program, options.loopback_bytes, 2)?;
+            Some(LoopbackBaseline {
+                bytes_per_connection: options.loopback_bytes,
+                single_mb_s: single,
+                dual_mb_s: dual,
+            })
+        } else {
+            None
+        },
+    })
+}
+
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// A zeroed heap buffer with O_DIRECT alignment.
+struct AlignedBuffer {
+    pointer: *mut u8,
+    layout: Layout,
+}
+
+impl AlignedBuffer {
+    fn new(size: usize) -> AlignedBuffer {
+        assert!(size > 0 && size.is_multiple_of(DIRECT_IO_ALIGNMENT));
+        let layout = Layout::from_size_align(size, DIRECT_IO_ALIGNMENT).expect("valid layout");
+        // SAFETY: the layout has a non-zero size.
+        let pointer = unsafe { std::alloc::alloc_zeroed(layout) };
+        assert!(!pointer.is_null(), "out of memory for a {size}-byte buffer");
+        AlignedBuffer { pointer, layout }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: the allocation is `layout.size()` initialised (zeroed) bytes owned by self.
+        unsafe { std::slice::from_raw_parts(self.pointer, self.layout.size()) }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.pointer, self.layout.size()) }
+    }
+}
+
+impl Drop for AlignedBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.pointer, self.layout) }
+    }
+}
+
+/// Writes then reads `bytes` with O_DIRECT in `block_size` chunks; returns MB/s both ways.
+pub fn measure_disk(dir: &Path, bytes: u64, block_size: u64) -> Result<DiskBaseline> {
+    let block = block_size as usize;
+    if block == 0 || !block.is_multiple_of(DIRECT_IO_ALIGNMENT) {
+        return Err(Error::Usage(format!(
+            "--block-size must be a positive multiple of {DIRECT_IO_ALIGNMENT}"
+        )));
+    }
+    let blocks = bytes.div_ceil(block_size).max(1);
+    let total = blocks * block_size;
+    std::fs::create_dir_all(dir)
+        .map_err(|error| Error::Usage(format!("cannot create {}: {error}", dir.display())))?;
+    let path = dir.join(SCRATCH_FILE);
+    let result = (|| {
+        let mut buffer = AlignedBuffer::new(block);
+        for (i, byte) in buffer.as_mut_slice().iter_mut().enumerate() {
+            *byte = (i % 251) as u8;
+        }
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&path)
+            .map_err(|error| direct_io_error(dir, error))?;
+        let started = Instant::now();
+        for index in 0..blocks {
+            file.write_all_at(buffer.as_slice(), index * block_size)
+                .map_err(|error| direct_io_error(dir, error))?;
+        }
+        file.sync_data()?;
+        let write_seconds = started.elapsed().as_secs_f64();
+        drop(file);
+
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&path)
+            .map_err(|error| direct_io_error(dir, error))?;
+        let started = Instant::now();
+        for index in 0..blocks {
+            file.read_exact_at(buffer.as_mut_slice(), index * block_size)
+                .map_err(|error| direct_io_error(dir, error))?;
+        }
+        let read_seconds = started.elapsed().as_secs_f64();
+        assert_eq!(
+            buffer.as_slice()[1],
+            1,
+            "O_DIRECT read returned other bytes"
+        );
+        Ok(DiskBaseline {
+            dir: dir.to_path_buf(),
+            bytes: total,
+            block_size,
+            write_mb_s: total as f64 / BYTES_PER_MEGABYTE / write_seconds,
+            read_mb_s: total as f64 / BYTES_PER_MEGABYTE / read_seconds,
+        })
+    })();
+    let _ = std::fs::remove_file(&path);
+    result
+}
+
+fn direct_io_error(dir: &Path, error: std::io::Error) -> Error {
+    if error.raw_os_error() == Some(libc::EINVAL) {
+        Error::Unsupported(format!(
+            "O_DIRECT is not supported in {} (tmpfs?): measure a directory on the server's real disk with --dir",
+            dir.display()
+        ))
+    } else {
+        Error::Io(error)
+    }
+}
+
+/// Streams `bytes` over each of `connections` loopback connections to a child process; returns
+/// the summed MB/s from the first byte to the last acknowledgement.
+pub fn measure_loopback(sink_program: &Path, bytes: u64, connections: usize) -> Result<f64> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let address = listener.local_addr()?;
+    let mut child = Command::new(sink_program)
+        .args([
+            "loopback-sink",
+            "--connect",
+            &address.to_string(),
+            "--connections",
+            &connections.to_string(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|error| {
+            Error::Usage(format!(
+                "cannot spawn {} loopback-sink: {error}",
+                sink_program.display()
+            ))
+        })?;
+    let result = (|| {
+        let streams: Vec<TcpStream> = (0..connections)
+            .map(|_| {
+                let (stream, _) = listener.accept()?;
+                stream.set_nodelay(true)?;
+                Ok(stream)
+            })
+            .collect::<std::io::Result<_>>()?;
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(connections + 1));
+        let senders: Vec<_> = streams
+            .into_iter()
+            .map(|mut stream| {
+                let barrier = barrier.clone();
+                std::thread::spawn(move || -> std::io::Result<u64> {
+                    let chunk = vec![0x5au8; LOOPBACK_CHUNK_BYTES];
+                    barrier.wait();
+                    let mut left = bytes;
+                    while left > 0 {
+                        let size = left.min(chunk.len() as u64) as usize;
+                        stream.write_all(&chunk[..size])?;
+                        left -= size as u64;
+                    }
+                    stream.shutdown(Shutdown::Write)?;
+                    let mut ack = [0u8; 8];
+                    stream.read_exact(&mut ack)?;
+                    Ok(u64::from_le_bytes(ack))
+                })
+            })
+            .collect();
+        barrier.wait();
+        let started = Instant::now();
+        let mut received = 0;
+        for sender in senders {
+            received += sender
+                .join()
+                .map_err(|_| Error::Protocol("loopback sender panicked".into()))??;
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        if received != bytes * connections as u64 {
+            return Err(Error::Protocol(format!(
+                "loopback sink received {received} bytes of {}",
+                bytes * connections as u64
+            )));
+        }
+        Ok(received as f64 / BYTES_PER_MEGABYTE / seconds)
+    })();
+    drop(listener);
+    match result {
+        Ok(rate) => {
+            child.wait()?;
+            Ok(rate)
+        }
+        Err(error) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(error)
+        }
+    }
+}
+
+/// The child side: open `connections` connections to the parent, read each to EOF and answer
+/// with its byte count.
+pub fn loopback_sink(address: &str, connections: usize) -> Result<()> {
+    let threads: Vec<_> = (0..connections)
+        .map(|_| {
+            let mut stream = TcpStream::connect(address)?;
+            Ok(std::thread::spawn(move || -> std::io::Result<()> {
+                let mut buffer = vec![0u8; LOOPBACK_CHUNK_BYTES];
+                let mut total = 0u64;
+                loop {
+                    let read = stream.read(&mut buffer)?;
+                    if read == 0 {
+                        break;
+                    }
+                    total += read as u64;
+                }
+                stream.write_all(&total.to_le_bytes())
+            }))
+        })
+        .collect::<std::io::Result<_>>()?;
+    for thread in threads {
+        thread
+            .join()
+            .map_err(|_| Error::Protocol("loopback sink thread panicked".into()))??;
+    }
+    Ok(())
+}

@@ -1,0 +1,473 @@
+//! End-to-end tests of `iggy-bench` against the real `iggy-server` binary.
+//!
+//! Each test starts the server (built once per test process with
+//! `cargo build -p rill-server --bin iggy-server`) on a free 127.0.0.1 port with a fresh data
+//! directory and two shards, runs workloads briefly, and checks the report against what the
+//! server stored: GetTopic `messages_count` must equal what the producers say they sent, and
+//! consumers must have read exactly what they were meant to.
+
+use rill_bench::args::Cli;
+use rill_bench::client::{Connection, Endpoint, Transport};
+use rill_bench::report::Report;
+use rill_bench::stats::ActorKind;
+use rill_bench::workload::{self, TOPIC_NAME, WorkloadKind, stream_name};
+use rill_core::primitives::Identifier;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("bench/ is inside the workspace")
+        .to_path_buf()
+}
+
+/// Builds the server binary once per test process and returns its path.
+fn server_binary() -> PathBuf {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY
+        .get_or_init(|| {
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let output = Command::new(cargo)
+                .args(["build", "-p", "rill-server", "--bin", "iggy-server"])
+                .current_dir(workspace_root())
+                .output()
+                .expect("run cargo build");
+            assert!(
+                output.status.success(),
+                "building iggy-server failed:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .map(|dir| {
+                    if dir.is_absolute() {
+                        dir
+                    } else {
+                        workspace_root().join(dir)
+                    }
+                })
+                .unwrap_or_else(|| workspace_root().join("target"));
+            target.join("debug").join("iggy-server")
+        })
+        .clone()
+}
+
+struct Server {
+    child: Child,
+    address: String,
+    dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start(extra_env: &[(&str, &str)]) -> Server {
+        let binary = server_binary();
+        let dir = tempfile::Builder::new()
+            .prefix("rill-bench-it-")
+            .tempdir()
+            .expect("temporary directory");
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("free port")
+            .port();
+        let address = format!("127.0.0.1:{port}");
+        let log = std::fs::File::create(dir.path().join("server.log")).expect("log file");
+        let mut command = Command::new(binary);
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("IGGY_") {
+                command.env_remove(key);
+            }
+        }
+        command
+            .env("IGGY_TCP_ADDRESS", &address)
+            .env("IGGY_SYSTEM_PATH", dir.path().join("data"))
+            .env("IGGY_ROOT_USERNAME", "iggy")
+            .env("IGGY_ROOT_PASSWORD", "iggy")
+            .env("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "2")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("clone log"))
+            .stderr(log);
+        for (key, value) in extra_env {
+            command.env(key, value);
+        }
+        let child = command.spawn().expect("start iggy-server");
+        let server = Server {
+            child,
+            address,
+            dir,
+        };
+        let started = Instant::now();
+        while TcpStream::connect(&server.address).is_err() {
+            assert!(
+                started.elapsed() < STARTUP_TIMEOUT,
+                "iggy-server did not listen on {} in time:\n{}",
+                server.address,
+                server.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn endpoint(&self) -> Endpoint {
+        Endpoint {
+            transport: Transport::Tcp,
+            address: self.address.clone(),
+            username: "iggy".into(),
+            password: "iggy".into(),
+            nodelay: true,
+        }
+    }
+
+    /// GetTopic messages_count of bench-stream-N/topic-1, asked on a fresh connection.
+    fn stored_messages(&self, stream: u32) -> u64 {
+        let mut connection = Connection::open(&self.endpoint()).expect("connect");
+        connection
+            .get_topic(
+                &Identifier::named(&stream_name(stream)).unwrap(),
+                &Identifier::named(TOPIC_NAME).unwrap(),
+            )
+            .expect("get topic")
+            .expect("topic exists")
+            .topic
+            .messages_count
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn run_workload(server: &Server, args: &str, output: &Path) -> Report {
+    let command_line = format!(
+        "iggy-bench -q {args} tcp --server-address {} output -o {}",
+        server.address,
+        output.display()
+    );
+    let cli = Cli::parse_from_args(command_line.split_whitespace()).expect("valid command line");
+    let plan = cli.into_plan().expect("valid plan");
+    workload::run(&plan, None)
+        .unwrap_or_else(|error| panic!("`{args}` failed: {error}\n{}", server.log()))
+}
+
+fn sum(report: &Report, kind: ActorKind, field: fn(&rill_bench::stats::ActorResult) -> u64) -> u64 {
+    report
+        .actors
+        .iter()
+        .filter(|actor| actor.kind == kind)
+        .map(field)
+        .sum()
+}
+
+/// Messages the producers (or producing consumers) sent, warm-up included.
+fn sent(report: &Report) -> u64 {
+    let kinds = [ActorKind::Producer, ActorKind::ProducingConsumer];
+    kinds
+        .iter()
+        .map(|&kind| sum(report, kind, |a| a.messages) + sum(report, kind, |a| a.warmup_messages))
+        .sum()
+}
+
+fn stored_delta(report: &Report) -> u64 {
+    report
+        .streams
+        .iter()
+        .map(|count| count.messages_after - count.messages_before)
+        .sum()
+}
+
+#[test]
+fn every_workload_reports_what_it_sent_and_read() {
+    let server = Server::start(&[]);
+    let output = tempfile::tempdir().unwrap();
+    // 10 messages of 100 bytes per batch, 20 batches per actor: 200 messages per actor.
+    let common = "-m 100 -P 10 -b 20";
+
+    let report = run_workload(
+        &server,
+        &format!("{common} pinned-producer -p 2"),
+        output.path(),
+    );
+    assert_eq!(report.workload, WorkloadKind::PinnedProducer);
+    assert_eq!(sum(&report, ActorKind::Producer, |a| a.messages), 400);
+    assert_eq!(sum(&report, ActorKind::Producer, |a| a.batches), 40);
+    assert_eq!(server.stored_messages(1) + server.stored_messages(2), 400);
+    assert_eq!(stored_delta(&report), 400);
+    // Bytes are messages with their 64-byte headers.
+    assert_eq!(sum(&report, ActorKind::Producer, |a| a.bytes), 400 * 164);
+    assert_eq!(report.groups[0].latency.samples, 40);
+
+    // Consumers find the producers' data (kept with --reuse-streams) and read 200 each.
+    let report = run_workload(
+        &server,
+        &format!("{common} --reuse-streams pinned-consumer -c 2"),
+        output.path(),
+    );
+    assert_eq!(sum(&report, ActorKind::Consumer, |a| a.messages), 400);
+    assert_eq!(stored_delta(&report), 0, "no prefill was needed");
+    assert_eq!(server.stored_messages(1), 200);
+
+    // Without --reuse-streams the streams are recreated and filled before consuming.
+    let report = run_workload(
+        &server,
+        &format!("{common} pinned-consumer -c 2"),
+        output.path(),
+    );
+    assert_eq!(sum(&report, ActorKind::Consumer, |a| a.messages), 400);
+    assert!(report.streams.iter().all(|s| s.messages_before >= 200));
+
+    let report = run_workload(
+        &server,
+        &format!("{common} pinned-producer-and-consumer -p 2 -c 2"),
+        output.path(),
+    );
+    assert_eq!(sent(&report), 400);
+    assert_eq!(stored_delta(&report), 400);
+    assert_eq!(sum(&report, ActorKind::Consumer, |a| a.messages), 400);
+
+    let report = run_workload(
+        &server,
+        &format!("{common} balanced-producer -p 2 -a 3"),
+        output.path(),
+    );
+    assert_eq!(sent(&report), 400);
+    assert_eq!(server.stored_messages(1), 400);
+
+    // 3 consumers in one group read 3 × 200 messages between them.
+    let report = run_workload(
+        &server,
+        &format!("{common} balanced-consumer-group -c 3 -a 3 -g 1"),
+        output.path(),
+    );
+    assert_eq!(sum(&report, ActorKind::Consumer, |a| a.messages), 600);
+
+    let report = run_workload(
+        &server,
+        &format!("{common} balanced-producer-and-consumer-group -p 2 -c 2 -a 4 -g 1"),
+        output.path(),
+    );
+    assert_eq!(sent(&report), 400);
+    assert_eq!(server.stored_messages(1), 400);
+    assert_eq!(sum(&report, ActorKind::Consumer, |a| a.messages), 400);
+
+    let report = run_workload(
+        &server,
+        &format!("{common} end-to-end-producing-consumer -p 2"),
+        output.path(),
+    );
+    assert_eq!(
+        sum(&report, ActorKind::ProducingConsumer, |a| a.messages),
+        400
+    );
+    assert_eq!(server.stored_messages(1) + server.stored_messages(2), 400);
+
+    // A timed run with a warm-up and ranges: whatever was sent is what is stored.
+    let report = run_workload(
+        &server,
+        "-m 10..200 -P 1..5 -d 300ms -w 200ms pinned-producer -p 2",
+        output.path(),
+    );
+    let measured = sum(&report, ActorKind::Producer, |a| a.messages);
+    let warmup = sum(&report, ActorKind::Producer, |a| a.warmup_messages);
+    assert!(measured > 0 && warmup > 0, "{measured} {warmup}");
+    assert_eq!(stored_delta(&report), measured + warmup);
+    assert_eq!(
+        server.stored_messages(1) + server.stored_messages(2),
+        measured + warmup
+    );
+}
+
+fn bench_binary() -> &'static str {
+    env!("CARGO_BIN_EXE_iggy-bench")
+}
+
+#[test]
+fn the_binary_writes_results_checks_ack_modes_and_compares() {
+    let server = Server::start(&[("IGGY_SYSTEM_PARTITION_ACK_MODE", "memory")]);
+    let output = tempfile::tempdir().unwrap();
+    let pid = server.pid().to_string();
+    let run = |args: &[&str]| {
+        Command::new(bench_binary())
+            .args(args)
+            .output()
+            .expect("run iggy-bench")
+    };
+    let out_dir = output.path().to_str().unwrap();
+    let result = run(&[
+        "-q",
+        "-m",
+        "200",
+        "-P",
+        "50",
+        "-b",
+        "10",
+        "--ack-mode",
+        "memory",
+        "--server-pid",
+        &pid,
+        "pp",
+        "-p",
+        "2",
+        "tcp",
+        "--server-address",
+        &server.address,
+        "output",
+        "-o",
+        out_dir,
+    ]);
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(
+        result.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    assert!(stdout.contains("producers (total)"), "{stdout}");
+    assert!(stdout.contains("RSS idle"), "{stdout}");
+    let dir = std::fs::read_dir(output.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| {
+            path.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("pinned-producer_")
+        })
+        .expect("a results directory named by workload and time");
+    for file in [
+        "report.json",
+        "throughput.svg",
+        "latency.svg",
+        "latency_distribution.svg",
+    ] {
+        assert!(
+            dir.join(file).is_file(),
+            "{file} missing in {}",
+            dir.display()
+        );
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["groups"][0]["messages"], 1000);
+    assert_eq!(json["ack_mode"]["detected"]["mode"], "memory");
+    assert!(json["server_usage"]["rss_max_mib"].as_f64().unwrap() > 0.0);
+    assert_eq!(server.stored_messages(1) + server.stored_messages(2), 1000);
+
+    // Requiring another ack mode than the server gives is refused, with the way to fix it.
+    let refused = run(&[
+        "-q",
+        "-b",
+        "1",
+        "--ack-mode",
+        "written",
+        "--server-pid",
+        &pid,
+        "pp",
+        "-p",
+        "1",
+        "tcp",
+        "--server-address",
+        &server.address,
+        "output",
+        "-o",
+        out_dir,
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("IGGY_SYSTEM_PARTITION_ACK_MODE=written"),
+        "{stderr}"
+    );
+
+    // QUIC is recognised and refused clearly.
+    let quic = run(&["-q", "pp", "quic"]);
+    assert_eq!(quic.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&quic.stderr).contains("not supported yet"));
+
+    // compare: the same server as A and B, one round; every figure has a ratio.
+    let compare = run(&[
+        "compare",
+        "--a",
+        &server.address,
+        "--b",
+        &server.address,
+        "--rounds",
+        "1",
+        "-o",
+        out_dir,
+        "--",
+        "-q",
+        "-m",
+        "100",
+        "-P",
+        "10",
+        "-b",
+        "5",
+        "pp",
+        "-p",
+        "1",
+        "tcp",
+    ]);
+    let stdout = String::from_utf8_lossy(&compare.stdout);
+    assert!(
+        compare.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&compare.stderr)
+    );
+    assert!(stdout.contains("producers MB/s"), "{stdout}");
+    assert!(stdout.contains("B/A"), "{stdout}");
+}
+
+#[test]
+fn baseline_measures_disk_and_loopback_and_saves_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("baseline.json");
+    let output = Command::new(bench_binary())
+        .args([
+            "baseline",
+            "--dir",
+            dir.path().join("data").to_str().unwrap(),
+            "--disk-size",
+            "8MiB",
+            "--loopback-size",
+            "16MiB",
+            "--save",
+            save.to_str().unwrap(),
+        ])
+        .output()
+        .expect("run iggy-bench baseline");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if stderr.contains("O_DIRECT is not supported") {
+        eprintln!("skipping: the temporary directory's file system has no O_DIRECT");
+        return;
+    }
+    assert!(output.status.success(), "{stderr}");
+    let baseline = rill_bench::baseline::Baseline::load(&save).unwrap();
+    let disk = baseline.disk.expect("disk figures");
+    assert!(disk.write_mb_s > 0.0 && disk.read_mb_s > 0.0);
+    assert_eq!(disk.bytes, 8 << 20);
+    let loopback = baseline.loopback.expect("loopback figures");
+    assert!(loopback.single_mb_s > 0.0 && loopback.dual_mb_s > 0.0);
+    assert!(
+        !dir.path()
+            .join("data")
+            .join(".iggy-bench-baseline.tmp")
+            .exists(),
+        "the scratch file is removed"
+    );
+}
