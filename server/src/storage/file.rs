@@ -217,16 +217,16 @@ impl DirectFile {
         let mut skip = written;
         let mut at = position + written as u64;
         let mut result = Ok(());
-        for index in 0..buffers.len() {
-            let len = buffers[index].len();
+        for slot in buffers.iter_mut() {
+            let len = slot.len();
             if skip >= len {
                 skip -= len;
                 continue;
             }
-            let placeholder = buffers[index].pool().acquire(0);
-            let buf = std::mem::replace(&mut buffers[index], placeholder);
+            let placeholder = slot.pool().acquire(0);
+            let buf = std::mem::replace(slot, placeholder);
             let (outcome, buf) = self.write_all_at(buf, skip, at).await;
-            buffers[index] = buf;
+            *slot = buf;
             at += (len - skip) as u64;
             skip = 0;
             if let Err(error) = outcome {
@@ -317,7 +317,7 @@ impl DirectFile {
             match result {
                 Ok(0) => break,
                 // Direct reads return whole blocks except at the end of the file.
-                Ok(_) if buf.len() % BLOCK_SIZE != 0 => break,
+                Ok(_) if !buf.len().is_multiple_of(BLOCK_SIZE) => break,
                 Ok(_) => {}
                 Err(error) => {
                     return (
@@ -407,7 +407,7 @@ fn direct_io_alignment_is_supported(file: &File) -> bool {
     offset_align != 0
         && offset_align <= BLOCK_SIZE
         && memory_align <= BLOCK_SIZE
-        && BLOCK_SIZE % offset_align == 0
+        && BLOCK_SIZE.is_multiple_of(offset_align)
 }
 
 /// fsyncs a directory so that files created or removed in it stay so after a power loss.

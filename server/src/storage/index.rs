@@ -48,7 +48,7 @@ pub(crate) struct MemoryIndex {
 
 const CHUNK_BYTES: usize = 64 * 1024;
 const ENTRIES_PER_CHUNK: usize = CHUNK_BYTES / INDEX_ENTRY_SIZE;
-const _: () = assert!(CHUNK_BYTES % INDEX_ENTRY_SIZE == 0);
+const _: () = assert!(CHUNK_BYTES.is_multiple_of(INDEX_ENTRY_SIZE));
 
 impl MemoryIndex {
     pub(crate) fn new() -> Self {

@@ -1,4 +1,179 @@
-//! The storage engine (doc written below once the code settles).
+//! The storage engine: one segmented log per partition, written with O_DIRECT through io_uring
+//! from pooled aligned buffers, with crash recovery.
+//!
+//! # Bird's-eye view
+//!
+//! A [`Partition`] is owned by one shard and used through `Rc<Partition>`; every method takes
+//! `&self`. It runs inside that shard's single-threaded compio runtime: no locks, state in one
+//! `RefCell` that is never borrowed across an `.await`. Appends do their CPU work synchronously
+//! (assign offsets, stamp, index, copy into aligned staging buffers) and then wait on a
+//! watermark; one writer task per partition does every file write, fsync, truncation and file
+//! creation; reads plan under a short borrow and then do their own I/O. So an append never
+//! waits for another partition, a read never waits for any append's I/O, and appends that
+//! arrive while a write is in flight share the next one.
+//!
+//! | file | what |
+//! |---|---|
+//! | `partition.rs` | `Partition`: append path, writer task (group commit), reads, retention, purge, open/close |
+//! | `segment.rs` | segment file names, the clean-shutdown marker, open-time checks and crash recovery |
+//! | `file.rs` | one O_DIRECT segment file: preallocation, aligned vectored writes, aligned reads, buffered fallback |
+//! | `index.rs` | the 16-byte index entry and the in-memory index of unsealed segments |
+//! | `pool.rs` | `AlignedBuf`, `BufferPool` (per shard, power-of-two classes 4 KiB..=64 MiB), `PooledBuf` |
+//! | `config.rs` | `AckMode`, `PartitionConfig` and limits |
+//! | `error.rs` | `StorageError` and its wire status code |
+//! | `wait.rs` | single-threaded wait lists and a two-future join |
+//!
+//! # On-disk layout
+//!
+//! The caller gives each partition a directory
+//! (`<data>/streams/<stream>/topics/<topic>/partitions/<partition>/`). In it:
+//!
+//! ```text
+//! 00000000000000000000.log     segment starting at offset 0 (20-digit zero-padded start offset)
+//! 00000000000000000000.index
+//! 00000000000000001000.log     next segment, starting at offset 1000
+//! 00000000000000001000.index
+//! clean_shutdown               only between a clean close and the next open (see below)
+//! ```
+//! Anything else in the directory (the server's `offsets/`) is left alone, except by
+//! [`Partition::delete`], which removes the directory.
+//!
+//! ## `.log`: messages back to back, exactly as on the wire (protocol.md section 6)
+//!
+//! No file header, no per-batch header, no padding between messages: a poll is answered by
+//! slicing stored bytes. All integers little-endian.
+//!
+//! ```text
+//! offset size field
+//!      0    8 checksum            u64  XXH3-64 (seed 0) of bytes 8..end of this message
+//!      8   16 id                  u128 client's id, or a random non-zero id if it sent 0
+//!     24    8 offset              u64  absolute partition offset (dense, +1 per message)
+//!     32    8 timestamp           u64  server time in µs, one value per batch, never decreasing
+//!     40    8 origin_timestamp    u64  client's, stored verbatim
+//!     48    4 user_headers_length u32
+//!     52    4 payload_length      u32
+//!     56    8 reserved            u64  0
+//!     64    payload_length bytes of payload
+//!      …    user_headers_length bytes of user headers
+//! ```
+//! While a segment is active its file is preallocated beyond the data (zeros), so the file
+//! size is not the log's length; sealing and a clean close truncate it to the logical length.
+//!
+//! ## `.index`: 16 bytes per message, no file header
+//!
+//! ```text
+//! offset size field
+//!      0    4 relative_offset u32  message offset - segment start offset (= entry number)
+//!      4    4 end_position    u32  byte position in the .log just after the message
+//!      8    8 timestamp       u64  the message's server timestamp, µs
+//! ```
+//! Message `i` occupies `[end_position(i-1), end_position(i))`, with `end_position(-1) = 0`.
+//! Positions are u32, so a segment (at most 1 GiB, plus one batch of at most 1 GiB) stays
+//! below 4 GiB. Timestamp lookups binary-search this file (one 4 KiB page per probe).
+//!
+//! ## `clean_shutdown`: 24 bytes
+//!
+//! ```text
+//! offset size field
+//!      0    8 start offset of the active segment  u64 LE
+//!      8    8 logical length of its .log          u64 LE
+//!     16    8 number of its messages              u64 LE
+//! ```
+//! Written and fsynced by [`Partition::close`] after the files are truncated and synced;
+//! removed by [`Partition::open`] before anything can be written.
+//!
+//! # Write path
+//!
+//! 1. `append` stamps the batch in place (offsets, one timestamp clamped to be non-decreasing,
+//!    random ids for id 0, checksums), pushes one index entry per message into the in-memory
+//!    index, and copies the bytes into staging buffers: pooled, 4 KiB-aligned, each covering
+//!    the file from a block boundary. A new staging buffer begins with the partial last block
+//!    already written (the *tail block*), so every write covers whole blocks and the rewritten
+//!    prefix is byte-identical: a torn rewrite cannot damage acknowledged bytes. Buffers grow
+//!    geometrically (64 KiB up to `write_buffer_bytes`) and fill completely before the next
+//!    one starts, so only the last one of a round ends mid-block (zero-padded).
+//! 2. The writer takes all staged buffers of the oldest segment (a *round*), preallocates the
+//!    files ahead (`fallocate`, growing in doubling steps up to `preallocate_chunk_bytes`: on
+//!    ext4 an O_DIRECT write that extends a file is partly handed to io_uring worker threads,
+//!    which steal another shard's core; an overwrite of allocated space completes inline),
+//!    and issues, concurrently, one vectored O_DIRECT write of the buffers, one write of the
+//!    round's index entries (with the index's own partial block), and in fsync mode the
+//!    fdatasync of the previous round. Rounds of one partition are sequential (each rewrites
+//!    the previous round's tail block); partitions are independent.
+//! 3. When a segment reaches `segment_size_bytes` an append rotates to a new segment first
+//!    (a batch never spans segments). The writer creates the new files (and fsyncs the
+//!    directory), writes the old segment's remaining data, then seals it: truncate both files
+//!    to their logical lengths, fsync, drop the in-memory index. Sealed segments are
+//!    immutable.
+//! 4. If the filesystem refuses O_DIRECT (or needs an alignment above 4 KiB), files are opened
+//!    buffered and one warning says so; the same code path then writes through the page cache.
+//!
+//! No allocation per write after warm-up: staging and index buffers come from the shard's
+//! [`BufferPool`] and go back to it; the in-memory index grows in pooled 64 KiB chunks; the
+//! vectors that carry buffers to the kernel are reused. (compio boxes each submitted
+//! operation internally.)
+//!
+//! # Ack modes and the visibility watermark
+//!
+//! | mode | `append` returns when | readers see offsets below |
+//! |---|---|---|
+//! | `memory` | the batch is accepted; written when `memory_flush_messages` / `memory_flush_bytes` is crossed, on `flush`, or under backpressure | the accepted end |
+//! | `written` (default) | its round's O_DIRECT write completed: survives a process crash | the end of completed writes |
+//! | `fsync` | an fdatasync that started after its write completed has finished | the end of durable data |
+//!
+//! A consumer is never shown a message that a crash (of the kind the mode protects against)
+//! could take away, so nothing downstream runs ahead of the log. Group commit: appends that
+//! arrive while a write or fsync is in flight are written together in the next round, and a
+//! round's write runs concurrently with the previous round's fdatasync, so durable throughput
+//! grows with concurrency. Appends wait (backpressure) while more than `max_unwritten_bytes`
+//! are accepted but not written.
+//!
+//! # Reads
+//!
+//! By offset: the segment is found by binary search; unsealed segments have their index in
+//! memory, sealed ones read the needed index entries from disk (one small aligned read), then
+//! exactly the message bytes (one aligned O_DIRECT read into a fresh aligned buffer, returned
+//! as `Bytes` without a copy). Bytes not yet written (memory mode) are sliced from the
+//! accepted batches kept in memory. A read never passes the watermark, is cut at
+//! `max_read_bytes` (but returns at least one message), spans segments, starts at the first
+//! stored message when asked for an older offset, and checks that the bytes it read carry the
+//! expected offsets. By timestamp: the first visible message with a timestamp at or after the
+//! given one (binary search of the index, in memory or page by page on disk).
+//!
+//! # Recovery (`open`)
+//!
+//! Segments are listed by name. Every non-last segment gets a cheap check (index is whole
+//! entries, its last entry ends exactly at the end of the log, the last message validates);
+//! a segment that fails it (for example one whose sealing a crash interrupted) is validated
+//! in full. The last segment is trusted as it is only after a clean close (marker present and
+//! files agreeing); otherwise every message in it is validated, because the blocks of a torn
+//! direct write can land in any order. Validation checks header sanity, the expected offset,
+//! a non-zero id (the server never stores id 0, so zero-filled space never passes), the
+//! checksum, and non-decreasing timestamps. The log is truncated at the first invalid byte,
+//! the index is rewritten from the first entry that disagrees (a missing index is rebuilt),
+//! the repaired files are fsynced, and one log line reports what was cut
+//! ([`RecoveryReport`]). The result is always a prefix of what was appended, containing
+//! everything that was acknowledged in `written` or `fsync` mode.
+//!
+//! # Retention, purge, deletion
+//!
+//! [`Partition::apply_retention`] deletes sealed segments whose newest message is older than
+//! `message_expiry`, then the oldest sealed segments while the partition is larger than
+//! `max_size_bytes`; [`Partition::delete_oldest_segments`] deletes the N oldest sealed ones.
+//! The active segment is never deleted. [`Partition::purge`] removes every message; offsets
+//! keep increasing from where they were (upstream Iggy restarts at 0 and clears consumer
+//! offsets; we keep offsets monotonic so an offset never names two different messages, and
+//! the server clears the consumer offsets it keeps). Readers holding a deleted segment's files
+//! finish on the unlinked inodes.
+//!
+//! # Invariants
+//!
+//! * Only the writer task writes, truncates, syncs or creates segment files.
+//! * Offsets within a segment are dense; the staged data of a segment is contiguous from a
+//!   block boundary; a round covers all of its segment's accepted data.
+//! * Bytes below a segment's written length never change (rewrites of the tail block are
+//!   byte-identical); sealed segments never change.
+//! * No `RefCell` borrow is held across an `.await`.
 
 mod config;
 mod error;
