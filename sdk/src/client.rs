@@ -206,6 +206,10 @@ struct JoinedGroup {
 
 struct Session {
     connection: Option<Box<dyn Connection>>,
+    /// Set while a request is on the wire. Still set when the next request starts means the
+    /// previous one was cancelled mid-way (its future dropped, e.g. by a timeout around it):
+    /// its response may still arrive, so the connection is discarded.
+    in_flight: bool,
     authenticated: bool,
     /// The login replayed after a reconnection: the configured credentials, replaced by those
     /// of a successful explicit login and cleared by a logout.
@@ -272,6 +276,7 @@ impl Client {
                 connector,
                 session: Mutex::new(Session {
                     connection: None,
+                    in_flight: false,
                     authenticated: false,
                     login,
                     groups: Vec::new(),
@@ -358,7 +363,7 @@ impl Client {
                 let Ok(mut session) = client.inner.session.try_lock() else {
                     continue;
                 };
-                if session.connection.is_none() || !session.authenticated {
+                if session.connection.is_none() || !session.authenticated || session.in_flight {
                     continue;
                 }
                 let request = Request::Ping(Ping {});
@@ -411,6 +416,7 @@ impl Client {
         if self.inner.shut_down.load(Ordering::Acquire) {
             return Err(Error::NotConnected);
         }
+        Self::discard_if_cancelled(session);
         if session.connection.is_none() {
             session.authenticated = false;
             session.connection = Some(self.open_connection().await?);
@@ -456,6 +462,7 @@ impl Client {
     async fn round_trip(&self, session: &mut Session, request: &Request) -> Result<Bytes> {
         let command = request.command();
         let connection = session.connection.as_mut().ok_or(Error::NotConnected)?;
+        session.in_flight = true;
         let frame = encode_frame(request);
         let timeout = self.inner.config.request_timeout;
         let outcome = tokio::time::timeout(
@@ -482,6 +489,7 @@ impl Client {
             }
             Ok(Ok(response)) => response,
         };
+        session.in_flight = false;
         let header = ResponseHeader {
             status: response.status,
             length: response.payload.len() as u32,
@@ -496,6 +504,16 @@ impl Client {
                 }
                 Err(Error::Server { command, code })
             }
+        }
+    }
+
+    /// Drops a connection whose last request was cancelled before its response was read.
+    fn discard_if_cancelled(session: &mut Session) {
+        if session.in_flight {
+            debug!("previous request was cancelled mid-flight; reconnecting");
+            session.connection = None;
+            session.authenticated = false;
+            session.in_flight = false;
         }
     }
 
@@ -550,6 +568,7 @@ impl Client {
     /// behaviour described in the module documentation.
     pub async fn send_request(&self, request: &Request) -> Result<Bytes> {
         let mut session = self.inner.session.lock().await;
+        Self::discard_if_cancelled(&mut session);
         let explicit_login = matches!(
             request.command(),
             CommandCode::LoginUser | CommandCode::LoginWithPersonalAccessToken

@@ -26,8 +26,10 @@ use rill_core::primitives::{Consumer as WireConsumer, Identifier, PollingStrateg
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::sync::Mutex;
 use tokio::time::Instant;
 use tracing::debug;
 
@@ -73,6 +75,11 @@ pub struct ConsumerConfig {
     pub create_group_if_missing: bool,
     /// Consecutive transient poll failures tolerated before the stream yields the error.
     pub max_consecutive_errors: u32,
+    /// Group members only: before handing out each buffered message, check that its
+    /// partition is still assigned to this member, and drop buffered messages of partitions
+    /// a rebalance moved away (another member continues them from the committed offset).
+    /// Costs one GetConsumerGroup per message; irrelevant with [`AutoCommit::AfterPoll`].
+    pub verify_assignment: bool,
 }
 
 impl Default for ConsumerConfig {
@@ -88,6 +95,7 @@ impl Default for ConsumerConfig {
             auto_commit: AutoCommit::Manual,
             create_group_if_missing: true,
             max_consecutive_errors: 20,
+            verify_assignment: true,
         }
     }
 }
@@ -145,6 +153,13 @@ impl ConsumerBuilder {
     /// Offset commits.
     pub fn auto_commit(mut self, mode: AutoCommit) -> Self {
         self.config.auto_commit = mode;
+        self
+    }
+
+    /// Whether a group member re-checks its partition assignment before each message
+    /// (default on; see [`ConsumerConfig::verify_assignment`]).
+    pub fn verify_assignment(mut self, verify: bool) -> Self {
+        self.config.verify_assignment = verify;
         self
     }
 
@@ -216,11 +231,11 @@ impl ConsumerBuilder {
             last_commit: Instant::now(),
             consecutive_errors: 0,
             closed: false,
+            member: None,
         };
         Ok(Consumer {
-            state: Some(Box::new(state)),
+            state: Arc::new(Mutex::new(state)),
             pending: None,
-            ready: None,
         })
     }
 }
@@ -241,6 +256,8 @@ struct State {
     last_commit: Instant,
     consecutive_errors: u32,
     closed: bool,
+    /// This session's member id (its client id) and the connection epoch it belongs to.
+    member: Option<(u64, u32)>,
 }
 
 impl State {
@@ -252,8 +269,57 @@ impl State {
         self.config.auto_commit == AutoCommit::AfterPoll
     }
 
+    /// The partitions currently assigned to this member.
+    async fn assigned_partitions(&mut self) -> Result<Vec<u32>> {
+        let ConsumerIdentity::Group(group) = &self.config.identity else {
+            return Ok(Vec::new());
+        };
+        let epoch = self.client.connection_epoch();
+        let member_id = match self.member {
+            Some((known_epoch, id)) if known_epoch == epoch => id,
+            _ => {
+                let id = self.client.get_me().await?.client_id;
+                self.member = Some((self.client.connection_epoch(), id));
+                id
+            }
+        };
+        let details = self
+            .client
+            .get_consumer_group(&self.stream, &self.topic, group)
+            .await?;
+        Ok(details
+            .and_then(|details| details.members.into_iter().find(|m| m.id == member_id))
+            .map(|member| member.partitions)
+            .unwrap_or_default())
+    }
+
+    fn verifies_assignment(&self) -> bool {
+        self.is_group() && self.config.verify_assignment && !self.server_commits()
+    }
+
     async fn next_message(&mut self) -> Option<Result<Message>> {
         loop {
+            if self.verifies_assignment()
+                && let Some(partition) = self.buffer.front().map(Message::partition_id)
+            {
+                match self.assigned_partitions().await {
+                    Ok(assigned) if assigned.contains(&partition) => {}
+                    Ok(_) => {
+                        debug!(
+                            partition,
+                            "partition reassigned; dropping its buffered messages"
+                        );
+                        self.buffer.retain(|m| m.partition_id() != partition);
+                        continue;
+                    }
+                    Err(error) if error.is_transient() => {
+                        debug!(%error, "assignment check failed; retrying");
+                        tokio::time::sleep(self.config.poll_interval).await;
+                        continue;
+                    }
+                    Err(error) => return Some(Err(error)),
+                }
+            }
             if let Some(message) = self.buffer.pop_front() {
                 let partition = message.partition_id();
                 self.delivered.insert(partition, message.offset());
@@ -379,16 +445,18 @@ impl State {
     }
 }
 
-type NextFuture = Pin<Box<dyn Future<Output = (Box<State>, Option<Result<Message>>)> + Send>>;
+type NextFuture = Pin<Box<dyn Future<Output = Option<Result<Message>>> + Send>>;
 
 /// The high-level consumer. Use it as a [`Stream`] (`consumer.next().await` with
 /// `futures_util::StreamExt`) or through [`Consumer::next_message`].
+///
+/// Waiting for the next message can be abandoned at any time (for example with
+/// `tokio::time::timeout`): a poll cut short is simply made again, except with
+/// [`AutoCommit::AfterPoll`], where the server may already have committed what it returned.
 pub struct Consumer {
-    /// `None` while a poll future owns the state.
-    state: Option<Box<State>>,
+    state: Arc<Mutex<State>>,
+    /// The poll started by [`Stream::poll_next`], if it has not finished.
     pending: Option<NextFuture>,
-    /// A result the pending future produced after the stream stopped waiting for it.
-    ready: Option<Option<Result<Message>>>,
 }
 
 impl std::fmt::Debug for Consumer {
@@ -413,29 +481,15 @@ impl Consumer {
         }
     }
 
-    /// Takes the state back from an unfinished poll, finishing it first.
-    async fn state(&mut self) -> &mut State {
-        if let Some(pending) = self.pending.take() {
-            let (state, result) = pending.await;
-            self.state = Some(state);
-            self.ready = Some(result);
-        }
-        self.state
-            .as_mut()
-            .expect("state is present when no poll is pending")
+    /// The state, after abandoning an unfinished poll of the stream.
+    async fn state(&mut self) -> tokio::sync::MutexGuard<'_, State> {
+        self.pending = None;
+        self.state.lock().await
     }
 
     /// The next message (`None` once closed).
     pub async fn next_message(&mut self) -> Option<Result<Message>> {
-        let _ = self.state().await;
-        if let Some(ready) = self.ready.take() {
-            return ready;
-        }
-        self.state
-            .as_mut()
-            .expect("state present")
-            .next_message()
-            .await
+        self.state().await.next_message().await
     }
 
     /// Stores `message`'s offset as consumed (the next `Next` poll starts after it).
@@ -446,7 +500,7 @@ impl Consumer {
 
     /// Stores `offset` as the consumed offset of `partition`.
     pub async fn commit_offset(&mut self, partition: u32, offset: u64) -> Result<()> {
-        let state = self.state().await;
+        let mut state = self.state().await;
         state.store(partition, offset).await?;
         if state.uncommitted.get(&partition) == Some(&offset) {
             state.uncommitted.remove(&partition);
@@ -456,7 +510,7 @@ impl Consumer {
 
     /// Stores the offsets of everything delivered so far.
     pub async fn commit_delivered(&mut self) -> Result<()> {
-        let state = self.state().await;
+        let mut state = self.state().await;
         let delivered: Vec<_> = state.delivered.iter().map(|(&p, &o)| (p, o)).collect();
         for (partition, offset) in delivered {
             state.store(partition, offset).await?;
@@ -474,7 +528,7 @@ impl Consumer {
     /// already buffered but not delivered are dropped; with manual commits another member (or
     /// a restarted consumer) receives them.
     pub async fn close(&mut self) -> Result<()> {
-        let state = self.state().await;
+        let mut state = self.state().await;
         if state.closed {
             return Ok(());
         }
@@ -498,22 +552,14 @@ impl Stream for Consumer {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
-        if let Some(ready) = this.ready.take() {
-            return Poll::Ready(ready);
-        }
-        if this.pending.is_none() {
-            let mut state = this.state.take().expect("state present when idle");
-            this.pending = Some(Box::pin(async move {
-                let result = state.next_message().await;
-                (state, result)
-            }));
-        }
-        let pending = this.pending.as_mut().expect("just set");
+        let pending = this.pending.get_or_insert_with(|| {
+            let state = this.state.clone();
+            Box::pin(async move { state.lock().await.next_message().await })
+        });
         match pending.as_mut().poll(cx) {
             Poll::Pending => Poll::Pending,
-            Poll::Ready((state, result)) => {
+            Poll::Ready(result) => {
                 this.pending = None;
-                this.state = Some(state);
                 Poll::Ready(result)
             }
         }

@@ -304,6 +304,12 @@ async fn server_restart_mid_stream_loses_and_repeats_nothing() {
             server = handle.await.unwrap();
             restarted = Some(Instant::now());
             produce(&producer, 300..600).await;
+            if std::env::var("DEBUG_GROUP").is_ok() {
+                eprintln!(
+                    "produced after restart in {:?}",
+                    restarted.unwrap().elapsed()
+                );
+            }
         }
         let message = timeout(Duration::from_secs(30), consumer.next())
             .await
