@@ -71,13 +71,42 @@ impl ReadOutcome {
     }
 }
 
-/// Numbers for metrics and GetStats, over the visible messages.
+/// Numbers for metrics and GetStats, over the visible messages, plus the writer's counters
+/// since the partition was opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PartitionStats {
     pub segments_count: u32,
     pub size_bytes: u64,
     pub messages_count: u64,
     pub current_offset: Option<u64>,
+    pub writes: WriteCounters,
+}
+
+/// Buckets of [`WriteCounters::rounds_by_messages`].
+pub const ROUND_SIZE_BUCKETS: usize = 18;
+
+/// What the writer task issued since open: group-commit rounds (one vectored write of all
+/// appends staged meanwhile) and syncs. Counted when issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WriteCounters {
+    pub rounds: u64,
+    pub messages: u64,
+    pub bytes: u64,
+    pub syncs: u64,
+    /// Rounds by messages in them: index k counts rounds of at most 2^k messages (and more
+    /// than 2^(k-1)); the last index counts every larger round.
+    pub rounds_by_messages: [u64; ROUND_SIZE_BUCKETS],
+}
+
+impl WriteCounters {
+    fn record_round(&mut self, messages: u64, bytes: u64) {
+        self.rounds += 1;
+        self.messages += messages;
+        self.bytes += bytes;
+        // ceil(log2(messages)); a round holds at least one message.
+        let bucket = (u64::BITS - messages.max(1).saturating_sub(1).leading_zeros()) as usize;
+        self.rounds_by_messages[bucket.min(ROUND_SIZE_BUCKETS - 1)] += 1;
+    }
 }
 
 /// What a retention pass deleted.
@@ -224,6 +253,7 @@ struct State {
     closing: bool,
     writer_running: bool,
     work_generation: u64,
+    writes: WriteCounters,
 }
 
 impl State {
@@ -530,6 +560,7 @@ impl Partition {
             closing: false,
             writer_running: true,
             work_generation: 0,
+            writes: WriteCounters::default(),
         };
         let inner = Rc::new(Inner {
             dir,
@@ -792,6 +823,7 @@ impl Partition {
             size_bytes: 0,
             messages_count: 0,
             current_offset: None,
+            writes: state.writes,
         };
         for segment in &state.segments {
             let visible = segment.visible_count(visible_end);
@@ -1388,6 +1420,7 @@ fn decide(inner: &Inner, state: &mut State) -> Action {
 }
 
 fn take_sync_job(state: &mut State) -> SyncJob {
+    state.writes.syncs += 1;
     let spare = std::mem::take(&mut state.spare_sync_files);
     SyncJob {
         files: std::mem::replace(&mut state.unsynced, spare),
@@ -1468,6 +1501,7 @@ fn take_round(inner: &Inner, state: &mut State) -> Round {
     let end_offset = segment.end_offset();
     state.pending_messages = state.pending_messages.saturating_sub(messages);
     state.pending_bytes = state.pending_bytes.saturating_sub(bytes);
+    state.writes.record_round(messages, bytes);
     Round {
         segment_start,
         files,
@@ -1914,4 +1948,35 @@ async fn search_index_file(
         .iter()
         .position(|&stamp| stamp >= timestamp)
         .map(|position| low * ENTRIES_PER_PAGE + position as u64))
+}
+
+#[cfg(test)]
+mod write_counter_tests {
+    use super::*;
+
+    #[test]
+    fn rounds_are_bucketed_by_ceil_log2_of_their_messages() {
+        let mut counters = WriteCounters::default();
+        for (messages, bucket) in [
+            (1, 0),
+            (2, 1),
+            (3, 2),
+            (4, 2),
+            (5, 3),
+            (1024, 10),
+            (1025, 11),
+        ] {
+            let before = counters.rounds_by_messages[bucket];
+            counters.record_round(messages, 100);
+            assert_eq!(
+                counters.rounds_by_messages[bucket],
+                before + 1,
+                "{messages}"
+            );
+        }
+        counters.record_round(1 << 20, 1);
+        assert_eq!(counters.rounds_by_messages[ROUND_SIZE_BUCKETS - 1], 1);
+        assert_eq!(counters.rounds, 8);
+        assert_eq!(counters.bytes, 701);
+    }
 }
