@@ -3,7 +3,9 @@
 //! Map: [`config`] (TOML + env), [`server`] (boot, threads, signals, shutdown), [`shard`]
 //! (per-core runtime, shards table, cross-shard messages, owned partitions), [`control`]
 //! (shard 0's metadata writer), [`metadata`] (model, log, snapshot), [`frontend`] (transports),
-//! [`handlers`] (one function per command), [`storage`] (segmented logs on O_DIRECT io_uring).
+//! [`handlers`] (one function per command), [`storage`] (segmented logs on O_DIRECT io_uring),
+//! [`metrics`] (per-shard cells, Prometheus exposition), [`http`] (the operators' endpoint),
+//! [`logging`] (text/JSON lines, rotated files), [`stats`] (the GetStats figures).
 
 pub mod auth;
 pub mod clients;
@@ -12,12 +14,15 @@ pub mod control;
 pub mod frontend;
 pub mod groups;
 pub mod handlers;
+pub mod http;
 pub mod logging;
 pub mod maintenance;
 pub mod metadata;
+pub mod metrics;
 pub mod permissions;
 pub mod server;
 pub mod shard;
+pub mod stats;
 pub mod storage;
 pub mod system_info;
 pub mod time;

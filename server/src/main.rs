@@ -74,7 +74,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    rill_server::logging::init(&config.logging.level);
+    if let Err(error) = rill_server::logging::init(&config.logging, &config.system.path) {
+        eprintln!("iggy-server: {error}");
+        return ExitCode::from(2);
+    }
     for warning in warnings {
         tracing::warn!("{warning}");
     }

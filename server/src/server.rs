@@ -107,11 +107,24 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
         started_at_micros: crate::time::now_micros(),
         shards_started: Default::default(),
         tcp_address: OnceLock::new(),
+        http_address: OnceLock::new(),
+        metrics: Arc::new(crate::metrics::Metrics::new(shard_count)),
     });
     drop(reader);
 
     // Signals are taken by one thread with sigwait; every other thread inherits the mask.
     let signals = block_termination_signals()?;
+    // After the mask is set, so the HTTP threads inherit it.
+    if shared.config.http.enabled {
+        // Not fatal: the broker's job is the binary protocol; a taken metrics port is an
+        // operator's problem to fix, loudly reported, not a reason to refuse producers.
+        match crate::http::start(shared.clone()) {
+            Ok(address) => {
+                tracing::info!(%address, "HTTP endpoint listening (/metrics, /ping, /stats)")
+            }
+            Err(error) => tracing::error!(%error, "the HTTP endpoint is not available"),
+        }
+    }
     let (events, event_receiver) = mpsc::channel();
     let mut control = Some((writer, control_receiver, recovered, root));
     let mut threads = Vec::new();
@@ -123,6 +136,7 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
         let thread = std::thread::Builder::new()
             .name(format!("shard-{id}"))
             .spawn(move || {
+                crate::logging::set_shard(id);
                 if let Err(error) = shard_main(id, placement, shared, inbox, control, &events) {
                     let _ = events.send(Event::Failed(id, error));
                 }
@@ -313,6 +327,11 @@ fn shard_main(
 ) -> Result<(), String> {
     pin_current_thread(placement).map_err(|error| format!("cannot pin shard {id}: {error}"))?;
     let runtime = build_runtime()?;
+    // The ring's fd lets the scraper read its submission and completion counters (fdinfo).
+    shared.metrics.shards[id as usize].ring_fd.store(
+        std::os::fd::AsRawFd::as_raw_fd(&runtime),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     runtime.block_on(async move {
         let shard = Rc::new(Shard::new(id, shared.clone()));
         let inbox_shard = shard.clone();
@@ -347,6 +366,7 @@ fn shard_main(
         }
         tracing::info!(shard = id, cpu = placement.cpu, partitions = opened, "shard started");
         crate::maintenance::spawn_periodic_tasks(&shard);
+        crate::metrics::spawn_publisher(&shard);
         shared.shards_started.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         while shared.shards_started.load(std::sync::atomic::Ordering::Acquire) < shared.shard_count {
             compio::time::sleep(Duration::from_millis(5)).await;

@@ -10,6 +10,9 @@ pub struct ProcessInfo {
     pub written_bytes: u64,
     /// Average CPU use since the process started, in percent of one core.
     pub cpu_usage_percent: f32,
+    /// User plus system CPU time since the process started.
+    pub cpu_seconds: f64,
+    pub virtual_bytes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -80,6 +83,8 @@ pub fn process() -> ProcessInfo {
         read_bytes: io_field("read_bytes:"),
         written_bytes: io_field("write_bytes:"),
         cpu_usage_percent: (100.0 * cpu_seconds / alive_seconds) as f32,
+        cpu_seconds,
+        virtual_bytes: field_kib(&status, "VmSize:") * 1024,
     }
 }
 

@@ -24,6 +24,7 @@ pub struct Config {
     pub data_maintenance: DataMaintenanceConfig,
     pub tcp: TcpConfig,
     pub heartbeat: HeartbeatConfig,
+    pub http: HttpConfig,
     pub logging: LoggingConfig,
 }
 
@@ -177,10 +178,55 @@ pub struct HeartbeatConfig {
     pub interval: HumanDuration,
 }
 
+/// The operators' HTTP endpoint: `/metrics`, `/ping`, `/stats`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    pub enabled: bool,
+    pub address: SocketAddr,
+    /// How many of the most active partitions get their own series in `/metrics`.
+    pub metrics_top_partitions: usize,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LoggingConfig {
     pub level: String,
+    pub format: LogFormat,
+    pub stdout: bool,
+    /// Requests slower than this are logged (WARN) with their command and timing.
+    pub slow_request_threshold: Limit<HumanDuration>,
+    pub file: LogFileConfig,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogFileConfig {
+    pub enabled: bool,
+    /// Directory of the log files; a relative path is under `system.path`.
+    pub directory: PathBuf,
+    /// The current file is rotated once it reaches this size.
+    pub max_size: ByteSize,
+    /// Rotated files kept besides the current one.
+    pub max_files: u32,
+}
+
+impl LoggingConfig {
+    /// The log directory, resolved against the data directory.
+    pub fn file_directory(&self, data_dir: &Path) -> PathBuf {
+        if self.file.directory.is_absolute() {
+            self.file.directory.clone()
+        } else {
+            data_dir.join(&self.file.directory)
+        }
+    }
 }
 
 /// Why the configuration could not be loaded.
@@ -252,6 +298,11 @@ impl Config {
         if self.system.partition.messages_required_to_save == 0 {
             return Err(ConfigError(
                 "system.partition.messages_required_to_save must be at least 1".into(),
+            ));
+        }
+        if self.logging.file.enabled && self.logging.file.max_size.0 < 4096 {
+            return Err(ConfigError(
+                "logging.file.max_size must be at least 4 KiB".into(),
             ));
         }
         if self.tcp.max_send_messages_size.0 > u32::MAX as u64 {
@@ -326,6 +377,45 @@ mod tests {
         assert_eq!(config.system.partition.ack_mode.0, AckMode::Written);
         assert!(config.tcp.nodelay);
         assert_eq!(config.system.topic.max_size, Limit::Unlimited);
+        assert!(config.http.enabled);
+        assert_eq!(config.http.address, "127.0.0.1:3000".parse().unwrap());
+        assert_eq!(config.logging.format, LogFormat::Text);
+        assert!(config.logging.stdout);
+        assert!(!config.logging.file.enabled);
+        assert!(config.logging.slow_request_threshold.get().is_some());
+    }
+
+    #[test]
+    fn observability_keys_follow_the_environment() {
+        let config = load(
+            None,
+            &[
+                ("IGGY_HTTP_ENABLED", "false"),
+                ("IGGY_HTTP_ADDRESS", "127.0.0.1:0"),
+                ("IGGY_HTTP_METRICS_TOP_PARTITIONS", "3"),
+                ("IGGY_LOGGING_FORMAT", "json"),
+                ("IGGY_LOGGING_SLOW_REQUEST_THRESHOLD", "none"),
+                ("IGGY_LOGGING_FILE_ENABLED", "true"),
+                ("IGGY_LOGGING_FILE_MAX_SIZE", "1 MiB"),
+                ("IGGY_LOGGING_FILE_MAX_FILES", "2"),
+                ("IGGY_LOGGING_FILE_DIRECTORY", "/var/log/iggy"),
+            ],
+        )
+        .unwrap();
+        assert!(!config.http.enabled);
+        assert_eq!(config.http.address.port(), 0);
+        assert_eq!(config.http.metrics_top_partitions, 3);
+        assert_eq!(config.logging.format, LogFormat::Json);
+        assert_eq!(config.logging.slow_request_threshold, Limit::Unlimited);
+        assert!(config.logging.file.enabled);
+        assert_eq!(config.logging.file.max_size, ByteSize(1 << 20));
+        assert_eq!(config.logging.file.max_files, 2);
+        assert_eq!(
+            config.logging.file_directory(Path::new("/data")),
+            PathBuf::from("/var/log/iggy")
+        );
+        let error = load(None, &[("IGGY_LOGGING_FORMAT", "xml")]).unwrap_err().0;
+        assert!(error.contains("logging.format"), "{error}");
     }
 
     #[test]

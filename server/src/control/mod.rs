@@ -46,6 +46,7 @@ impl ControlPlane {
         writer: left_right::WriteHandle<Metadata, MetadataOp>,
         log: MetadataLog,
     ) -> Self {
+        shard.metrics.metadata_log_bytes.set(log.len());
         ControlPlane { shard, writer, log }
     }
 
@@ -140,11 +141,16 @@ impl ControlPlane {
         })?;
         self.writer.append(op);
         self.writer.publish();
+        let metrics = &self.shard.metrics;
+        metrics.metadata_log_appends.inc();
+        metrics.metadata_log_bytes.set(self.log.len());
         if self.log.needs_snapshot() {
             let state = self.metadata(Metadata::clone)?;
             let before = self.log.len();
             match self.log.snapshot(&state) {
                 Ok(()) => {
+                    metrics.metadata_snapshots.inc();
+                    metrics.metadata_log_bytes.set(self.log.len());
                     tracing::info!(log_bytes = before, "metadata log compacted into a snapshot")
                 }
                 Err(error) => {

@@ -5,11 +5,12 @@
 pub mod tcp;
 
 use crate::handlers::{self, Response, Session};
+use crate::metrics;
 use crate::shard::Shard;
 use bytes::{Bytes, BytesMut};
 use rill_core::frame::ResponseHeader;
 use rill_core::{ErrorCode, Request};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Most iovecs one response write carries; longer poll responses are coalesced.
 const MAX_IOVECS: usize = 512;
@@ -76,7 +77,9 @@ impl ResponseFrame {
     }
 }
 
-/// Decodes and handles one request frame.
+/// Decodes and handles one request frame, and records it: requests by command and status,
+/// latency by command (this shard's metric cells, no lock), messages in and out, and a WARN
+/// line for a request slower than `logging.slow_request_threshold`.
 pub async fn process_frame(
     shard: &Shard,
     session: &mut Session,
@@ -84,24 +87,75 @@ pub async fn process_frame(
     payload: BytesMut,
 ) -> ResponseFrame {
     let started = Instant::now();
+    let command_slot = metrics::command_slot(code);
     let request = match Request::decode(code, payload) {
         Ok(request) => request,
         Err(error) => {
             tracing::debug!(client_id = session.client_id, code, %error, "malformed request");
+            record(shard, session, command_slot, Some(error.code), started);
             return ResponseFrame::error(error.code);
         }
     };
+    let sent = match &request {
+        Request::SendMessages(send) => Some((send.batch.count(), send.batch.size())),
+        _ => None,
+    };
     let command = request.command();
     let result = handlers::handle(shard, session, request).await;
-    let elapsed = started.elapsed();
     match result {
         Ok(response) => {
+            let metrics = &shard.metrics;
+            if let Some((count, size)) = sent {
+                metrics.messages_in.add(u64::from(count));
+                metrics.messages_in_bytes.add(size as u64);
+            }
+            if let Response::Polled { header, chunks } = &response {
+                // Poll header: partition id u32, current offset u64, message count u32.
+                let count = u32::from_le_bytes(header[12..16].try_into().expect("4 bytes"));
+                metrics.messages_out.add(u64::from(count));
+                metrics
+                    .messages_out_bytes
+                    .add(chunks.iter().map(Bytes::len).sum::<usize>() as u64);
+            }
+            let elapsed = record(shard, session, command_slot, None, started);
             tracing::trace!(client_id = session.client_id, %command, ?elapsed, "request handled");
             ResponseFrame::ok(response)
         }
         Err(code) => {
+            let elapsed = record(shard, session, command_slot, Some(code), started);
             tracing::debug!(client_id = session.client_id, %command, %code, ?elapsed, "request failed");
             ResponseFrame::error(code)
         }
     }
+}
+
+/// Counts a finished request and logs it if it was slow. Returns its duration.
+fn record(
+    shard: &Shard,
+    session: &Session,
+    command_slot: usize,
+    status: Option<ErrorCode>,
+    started: Instant,
+) -> Duration {
+    let elapsed = started.elapsed();
+    let slow = shard
+        .shared
+        .config
+        .logging
+        .slow_request_threshold
+        .get()
+        .is_some_and(|threshold| elapsed >= threshold.0);
+    shard
+        .metrics
+        .record_request(command_slot, status, elapsed, slow);
+    if slow {
+        tracing::warn!(
+            command = metrics::command_label(command_slot),
+            status = metrics::status_label(metrics::status_slot(status)),
+            duration_ms = elapsed.as_secs_f64() * 1e3,
+            client_id = session.client_id,
+            "slow request"
+        );
+    }
+    elapsed
 }

@@ -92,13 +92,23 @@ async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
         shard: shard.id,
     });
     shard.connections.set(shard.connections.get() + 1);
+    shard.metrics.tcp_accepted.inc();
+    shard
+        .metrics
+        .tcp_connections
+        .set(shard.connections.get() as u64);
     tracing::debug!(shard = shard.id, client_id, %peer, "client connected");
 
     let stop = serve_frames(&shard, &mut stream, &mut session).await;
     match stop {
         Stop::Shutdown => {
             // Tell the client why, as upstream does, then close.
-            let _ = write_frame(&mut stream, ResponseFrame::error(ErrorCode::Disconnected)).await;
+            let _ = write_frame(
+                &shard,
+                &mut stream,
+                ResponseFrame::error(ErrorCode::Disconnected),
+            )
+            .await;
         }
         Stop::Timeout(what) => {
             tracing::info!(client_id, %peer, what, "closing connection: timed out")
@@ -110,6 +120,10 @@ async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
     shard.shared.groups.leave_all(client_id);
     shard.shared.clients.remove(client_id);
     shard.connections.set(shard.connections.get() - 1);
+    shard
+        .metrics
+        .tcp_connections
+        .set(shard.connections.get() as u64);
     tracing::debug!(shard = shard.id, client_id, %peer, "client disconnected");
 }
 
@@ -157,13 +171,19 @@ async fn serve_frames(shard: &Shard, stream: &mut TcpStream, session: &mut Sessi
             Some(Err(error)) => return Stop::Error(error),
             Some(Ok(bytes)) => {
                 header_bytes = bytes;
+                shard
+                    .metrics
+                    .tcp_received_bytes
+                    .add(REQUEST_HEADER_SIZE as u64);
                 RequestHeader::parse(bytes)
             }
         };
         let payload_len = match header.payload_len(max_send_bytes) {
             Ok(len) => len,
             Err(error @ FrameError::LengthTooSmall) => {
-                if let Err(error) = write_frame(stream, ResponseFrame::error(error.code())).await {
+                if let Err(error) =
+                    write_frame(shard, stream, ResponseFrame::error(error.code())).await
+                {
                     return Stop::Error(error);
                 }
                 continue;
@@ -181,7 +201,7 @@ async fn serve_frames(shard: &Shard, stream: &mut TcpStream, session: &mut Sessi
                     limit_bytes,
                     "frame too large"
                 );
-                let _ = write_frame(stream, ResponseFrame::error(error.code())).await;
+                let _ = write_frame(shard, stream, ResponseFrame::error(error.code())).await;
                 // The body was not read: the stream cannot be resynchronised.
                 return Stop::Closed;
             }
@@ -199,6 +219,7 @@ async fn serve_frames(shard: &Shard, stream: &mut TcpStream, session: &mut Sessi
                 }
                 Ok(Err(error)) => return Stop::Error(error),
                 Ok(Ok(mut filled)) => {
+                    shard.metrics.tcp_received_bytes.add(payload_len as u64);
                     let payload = filled.split_to(payload_len);
                     buffer = filled;
                     payload
@@ -218,7 +239,7 @@ async fn serve_frames(shard: &Shard, stream: &mut TcpStream, session: &mut Sessi
             process_frame(shard, session, header.code, payload).await
         };
         let closes = response.closes_connection();
-        if let Err(error) = write_frame(stream, response).await {
+        if let Err(error) = write_frame(shard, stream, response).await {
             return Stop::Error(error);
         }
         if closes {
@@ -260,7 +281,12 @@ async fn read_payload(
 }
 
 /// Writes a whole response frame with one vectored write (header and payload together).
-async fn write_frame(stream: &mut TcpStream, frame: ResponseFrame) -> io::Result<()> {
+async fn write_frame(
+    shard: &Shard,
+    stream: &mut TcpStream,
+    frame: ResponseFrame,
+) -> io::Result<()> {
+    let bytes: usize = frame.chunks.iter().map(|chunk| chunk.len()).sum();
     let BufResult(result, _) = if frame.chunks.len() == 1 {
         let chunk = frame.chunks.into_iter().next().expect("one chunk");
         let BufResult(result, chunk) = stream.write_all(chunk).await;
@@ -268,5 +294,8 @@ async fn write_frame(stream: &mut TcpStream, frame: ResponseFrame) -> io::Result
     } else {
         stream.write_vectored_all(frame.chunks).await
     };
+    if result.is_ok() {
+        shard.metrics.tcp_sent_bytes.add(bytes as u64);
+    }
     result
 }

@@ -15,6 +15,7 @@ use crate::clients::ClientRegistry;
 use crate::config::Config;
 use crate::control::ControlRequest;
 use crate::metadata::Metadata;
+use crate::metrics::{Metrics, ShardMetricsHandle};
 use crate::storage::{BufferPool, PartitionConfig};
 use dashmap::DashMap;
 use message::{DataOp, DataResult, ShardMessage, reply_channel};
@@ -48,6 +49,10 @@ pub struct SharedState {
     pub shards_started: std::sync::atomic::AtomicU16,
     /// The TCP address shard 0 bound (resolves port 0 for the other shards).
     pub tcp_address: OnceLock<SocketAddr>,
+    /// The address the HTTP endpoint bound, once it listens.
+    pub http_address: OnceLock<SocketAddr>,
+    /// Every shard's metric cells (each written only by its shard), read by the scraper.
+    pub metrics: Arc<Metrics>,
 }
 
 impl SharedState {
@@ -89,6 +94,8 @@ pub struct Shard {
     metadata: left_right::ReadHandle<Metadata>,
     partitions: RefCell<HashMap<PartitionKey, Rc<LocalPartition>>>,
     pool: Rc<BufferPool>,
+    /// This shard's metric cells.
+    pub metrics: ShardMetricsHandle,
     pub connections: Cell<usize>,
     /// Dropped on shutdown, which wakes every connection waiting on its receiver.
     shutdown: RefCell<Option<flume::Sender<()>>>,
@@ -99,12 +106,14 @@ impl Shard {
     pub fn new(id: u16, shared: Arc<SharedState>) -> Shard {
         let metadata = shared.metadata.handle();
         let (shutdown, shutdown_signal) = flume::bounded(1);
+        let metrics = ShardMetricsHandle::new(shared.metrics.clone(), id);
         Shard {
             id,
             shared,
             metadata,
             partitions: RefCell::new(HashMap::new()),
             pool: Rc::new(BufferPool::new()),
+            metrics,
             connections: Cell::new(0),
             shutdown: RefCell::new(Some(shutdown)),
             shutdown_signal,
@@ -141,6 +150,7 @@ impl Shard {
         if owner == self.id {
             return self.execute_local(key, op).await;
         }
+        self.metrics.data_forwards.inc();
         let (reply, response) = reply_channel();
         self.shared.inboxes[owner as usize]
             .send_async(ShardMessage::Data { key, op, reply })
@@ -168,6 +178,7 @@ impl Shard {
 
     /// Sends a metadata change to shard 0's control lane and waits for the encoded response.
     pub async fn control(&self, request: Request, user_id: u32) -> Result<Vec<u8>, ErrorCode> {
+        self.metrics.control_forwards.inc();
         let (reply, response) = reply_channel();
         self.shared
             .control
@@ -209,6 +220,7 @@ impl Shard {
             config,
             self.pool.clone(),
             counters,
+            self.metrics.clone(),
         )
         .await?;
         self.partitions.borrow_mut().insert(key, Rc::new(partition));
@@ -239,6 +251,15 @@ impl Shard {
         Ok(())
     }
 
+    /// Copies what only this thread can read (the buffer pool, the storage writers' counters)
+    /// into the shard's metric cells.
+    pub fn publish_metrics(&self) {
+        self.metrics.publish_pool(self.pool.stats());
+        for partition in self.partitions.borrow().values() {
+            partition.publish_write_counters();
+        }
+    }
+
     /// Partitions this shard owns, for periodic tasks and shutdown.
     pub fn local_partitions(&self) -> Vec<Rc<LocalPartition>> {
         self.partitions.borrow().values().cloned().collect()
@@ -247,6 +268,7 @@ impl Shard {
     /// Handles one inbox message. Each runs as its own task, so a poll never waits behind
     /// another request's I/O.
     pub async fn handle_message(self: Rc<Self>, message: ShardMessage) {
+        self.metrics.inbox_messages.inc();
         match message {
             ShardMessage::Data { key, op, reply } => {
                 let _ = reply.send(self.execute_local(key, op).await);

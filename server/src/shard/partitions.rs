@@ -3,11 +3,12 @@
 
 use super::message::{ConsumerKey, DataOp, DataReply, DataResult, Polled};
 use super::table::{PartitionCounters, PartitionKey};
-use crate::storage::{self, BufferPool, PartitionConfig};
+use crate::metrics::ShardMetricsHandle;
+use crate::storage::{self, BufferPool, PartitionConfig, PartitionStats};
 use compio::io::AsyncWriteAtExt;
 use rill_core::ErrorCode;
 use rill_core::primitives::{PollingKind, PollingStrategy};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -38,6 +39,10 @@ pub struct LocalPartition {
     pub counters: Arc<PartitionCounters>,
     offsets: RefCell<HashMap<ConsumerKey, u64>>,
     dir: PathBuf,
+    /// The owning shard's metric cells.
+    metrics: ShardMetricsHandle,
+    /// The storage stats last published to the metrics (for the writer counters' deltas).
+    published: Cell<PartitionStats>,
 }
 
 fn storage_error(error: storage::StorageError) -> ErrorCode {
@@ -61,6 +66,7 @@ impl LocalPartition {
         config: PartitionConfig,
         pool: Rc<BufferPool>,
         counters: Arc<PartitionCounters>,
+        metrics: ShardMetricsHandle,
     ) -> Result<LocalPartition, ErrorCode> {
         let dir = partition_dir(data_dir, &key);
         let has_segments = std::fs::read_dir(&dir)
@@ -87,12 +93,17 @@ impl LocalPartition {
                 .await
                 .map_err(storage_error)?
         };
+        let mut published = storage.stats();
+        // Whatever the writer did before the partition was served counts too.
+        published.writes = Default::default();
         let partition = LocalPartition {
             key,
             storage: Rc::new(storage),
             counters,
             offsets: RefCell::new(HashMap::new()),
             dir,
+            metrics,
+            published: Cell::new(published),
         };
         partition.load_offsets();
         partition.refresh_counters();
@@ -132,9 +143,11 @@ impl LocalPartition {
         }
     }
 
-    /// Publishes the storage's figures to the shared counters.
+    /// Publishes the storage's figures to the shared counters and the writer's counters
+    /// (group-commit rounds, syncs) to the shard's metrics.
     pub fn refresh_counters(&self) {
         let stats = self.storage.stats();
+        self.publish_writes(stats);
         self.counters
             .messages_count
             .store(stats.messages_count, Ordering::Relaxed);
@@ -150,14 +163,50 @@ impl LocalPartition {
         );
     }
 
+    /// Adds what the storage's writer did since the last call to the shard's metrics.
+    fn publish_writes(&self, stats: PartitionStats) {
+        let last = self.published.replace(stats).writes;
+        let now = stats.writes;
+        if now.rounds == last.rounds && now.syncs == last.syncs {
+            return;
+        }
+        let mut rounds = [0u64; crate::metrics::ROUND_BUCKETS];
+        for ((delta, now), last) in rounds
+            .iter_mut()
+            .zip(now.rounds_by_messages)
+            .zip(last.rounds_by_messages)
+        {
+            *delta = now - last;
+        }
+        let metrics = &self.metrics;
+        metrics
+            .write_rounds
+            .add_bucketed(&rounds, now.messages - last.messages);
+        metrics.written_bytes.add(now.bytes - last.bytes);
+        metrics.syncs.add(now.syncs - last.syncs);
+    }
+
+    /// Publishes the writer's counters without refreshing the shared partition figures.
+    pub fn publish_write_counters(&self) {
+        self.publish_writes(self.storage.stats());
+    }
+
     pub async fn execute(&self, op: DataOp) -> DataResult {
         let result = match op {
             DataOp::Append { batch } => {
                 let timestamp = crate::time::now_micros();
+                let messages = u64::from(batch.count());
+                let started = std::time::Instant::now();
                 self.storage
                     .append(batch, timestamp)
                     .await
                     .map_err(storage_error)?;
+                let metrics = &self.metrics;
+                metrics.record_ack(self.storage.config().ack_mode, started.elapsed());
+                metrics.appends.inc();
+                metrics.appended_messages.add(messages);
+                self.counters.appends.inc();
+                self.counters.appended_messages.add(messages);
                 Ok(DataReply::Done)
             }
             DataOp::Poll {
@@ -165,10 +214,15 @@ impl LocalPartition {
                 count,
                 consumer,
                 auto_commit,
-            } => self
-                .poll(strategy, count, consumer, auto_commit)
-                .await
-                .map(DataReply::Polled),
+            } => {
+                let polled = self.poll(strategy, count, consumer, auto_commit).await?;
+                let messages = u64::from(polled.count);
+                self.metrics.polls.inc();
+                self.metrics.polled_messages.add(messages);
+                self.counters.polls.inc();
+                self.counters.polled_messages.add(messages);
+                Ok(DataReply::Polled(polled))
+            }
             DataOp::Flush { fsync } => {
                 self.storage.flush(fsync).await.map_err(storage_error)?;
                 Ok(DataReply::Done)

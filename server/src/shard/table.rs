@@ -2,6 +2,7 @@
 //! and its live counters. Shared by every shard (a `DashMap`, sharded internally), written only
 //! by shard 0's control lane and by owners marking their partitions ready.
 
+use crate::metrics::Counter;
 use dashmap::DashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -64,6 +65,11 @@ pub struct PartitionCounters {
     /// Offset of the last visible message + 1 (0 = empty).
     pub next_offset: AtomicU64,
     pub segments_count: AtomicU32,
+    /// Activity since the owner opened the partition (metrics; written by the owner only).
+    pub appends: Counter,
+    pub appended_messages: Counter,
+    pub polls: Counter,
+    pub polled_messages: Counter,
 }
 
 impl PartitionCounters {
@@ -144,6 +150,13 @@ impl ShardsTable {
 
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
+    }
+
+    /// Visits every partition: key, owning shard, counters.
+    pub fn for_each(&self, mut visit: impl FnMut(&PartitionKey, u16, &PartitionCounters)) {
+        for entry in self.slots.iter() {
+            visit(entry.key(), entry.shard, &entry.counters);
+        }
     }
 
     /// Sums counters over every partition matching `filter`.

@@ -1,0 +1,594 @@
+//! Metrics: per-shard cells written on the request path without locks, aggregated when scraped.
+//!
+//! Every shard has one [`ShardMetrics`] in [`Metrics::shards`]. Only that shard's thread writes
+//! it; any thread may read it. So a counter is an `AtomicU64` updated with a relaxed load and a
+//! relaxed store (a plain `mov` on x86-64, no locked read-modify-write), and no cache line is
+//! written by two cores: the scraper (the HTTP thread, [`crate::http`]) only reads, and each
+//! `ShardMetrics` is aligned to 128 bytes so neighbours never share a line. A reader may see a
+//! histogram's buckets a few observations apart from its sum, which a scrape tolerates.
+//!
+//! [`Metrics::snapshot`] sums the shards into a [`MetricsSnapshot`] (plain numbers, tested on
+//! its own); [`exposition`] turns a snapshot plus the scrape-time figures (shards table,
+//! process, GetStats) into the Prometheus text format.
+//!
+//! Cardinality is bounded by construction: commands and statuses are the protocol's enums
+//! (only series that moved are emitted), histograms have fixed buckets, per-shard series scale
+//! with the shard count, and per-partition series are limited to the top N partitions.
+
+pub mod exposition;
+
+use crate::shard::Shard;
+use rill_core::ErrorCode;
+use rill_core::requests::CommandCode;
+use std::ops::Deref;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// A counter written by one thread (its shard) and read by any.
+#[derive(Debug, Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    /// Adds `n`. Only the owning shard's thread may call this: a load and a store are not one
+    /// atomic step, which is what keeps this free of locked instructions.
+    #[inline]
+    pub fn add(&self, n: u64) {
+        self.0.store(
+            self.0.load(Ordering::Relaxed).wrapping_add(n),
+            Ordering::Relaxed,
+        );
+    }
+
+    #[inline]
+    pub fn inc(&self) {
+        self.add(1);
+    }
+
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A gauge written by one thread and read by any.
+#[derive(Debug, Default)]
+pub struct Gauge(AtomicU64);
+
+impl Gauge {
+    #[inline]
+    pub fn set(&self, value: u64) {
+        self.0.store(value, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Upper bounds (µs) of the latency buckets: 10 µs to 10 s.
+pub const LATENCY_BOUNDS_MICROS: [u64; 19] = [
+    10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000,
+    500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000,
+];
+
+/// Buckets of the group-commit histogram: a round of `n` messages falls in bucket
+/// ceil(log2(n)) (upper bound 2^k), the last one being +Inf; filled from the storage's
+/// `WriteCounters::rounds_by_messages`, which has the same shape.
+pub const ROUND_BUCKETS: usize = 18;
+
+/// A histogram with fixed bounds: `buckets[i]` counts values `<= bounds[i]` and above the
+/// previous bound; the last bucket is +Inf. Values are integers (µs, messages).
+#[derive(Debug)]
+pub struct Histogram<const N: usize> {
+    buckets: [Counter; N],
+    sum: Counter,
+}
+
+impl<const N: usize> Default for Histogram<N> {
+    fn default() -> Self {
+        Histogram {
+            buckets: std::array::from_fn(|_| Counter::default()),
+            sum: Counter::default(),
+        }
+    }
+}
+
+/// Latency histogram: [`LATENCY_BOUNDS_MICROS`] plus +Inf.
+pub type LatencyHistogram = Histogram<{ LATENCY_BOUNDS_MICROS.len() + 1 }>;
+
+impl<const N: usize> Histogram<N> {
+    /// Records one value against `bounds` (N - 1 ascending upper bounds).
+    #[inline]
+    pub fn observe(&self, bounds: &[u64], value: u64) {
+        debug_assert_eq!(bounds.len() + 1, N);
+        let bucket = bounds.partition_point(|&bound| bound < value);
+        self.buckets[bucket].inc();
+        self.sum.add(value);
+    }
+
+    /// Adds pre-bucketed counts (as the storage reports them).
+    pub fn add_bucketed(&self, counts: &[u64], sum: u64) {
+        for (bucket, &count) in self.buckets.iter().zip(counts) {
+            if count > 0 {
+                bucket.add(count);
+            }
+        }
+        self.sum.add(sum);
+    }
+
+    fn add_to(&self, snapshot: &mut HistogramSnapshot) {
+        if snapshot.buckets.is_empty() {
+            snapshot.buckets = vec![0; N];
+        }
+        for (total, bucket) in snapshot.buckets.iter_mut().zip(&self.buckets) {
+            *total += bucket.get();
+        }
+        snapshot.sum += self.sum.get();
+    }
+}
+
+/// A histogram summed over shards: per-bucket counts (not cumulative) and the sum.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HistogramSnapshot {
+    pub buckets: Vec<u64>,
+    pub sum: u64,
+}
+
+impl HistogramSnapshot {
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+}
+
+/// Slots for the request counters: every command plus one for frames with an unknown code.
+pub const COMMAND_SLOTS: usize = CommandCode::ALL.len() + 1;
+/// Slots for statuses: OK plus every error code.
+pub const STATUS_SLOTS: usize = ErrorCode::ALL.len() + 1;
+
+/// The slot of a command code (the last slot for codes the protocol does not define).
+pub fn command_slot(code: u32) -> usize {
+    CommandCode::ALL
+        .binary_search_by_key(&code, |command| command.code())
+        .unwrap_or(COMMAND_SLOTS - 1)
+}
+
+/// The label of a command slot: the upstream command name, or `Unknown`.
+pub fn command_label(slot: usize) -> &'static str {
+    CommandCode::ALL
+        .get(slot)
+        .map_or("Unknown", |command| command.name())
+}
+
+/// The slot of a status: 0 for OK, else 1 + the code's position in `ErrorCode::ALL`.
+pub fn status_slot(status: Option<ErrorCode>) -> usize {
+    match status {
+        None => 0,
+        Some(code) => ErrorCode::ALL
+            .binary_search_by_key(&code.code(), |known| known.code())
+            .map_or(STATUS_SLOTS - 1, |index| index + 1),
+    }
+}
+
+/// The label of a status slot: `ok` or the upstream error name, e.g. `StreamIdNotFound`.
+pub fn status_label(slot: usize) -> &'static str {
+    match slot {
+        0 => "ok",
+        _ => ErrorCode::ALL
+            .get(slot - 1)
+            .map_or("Unknown", |code| code.name()),
+    }
+}
+
+/// The storage's ack modes, in label order.
+pub const ACK_MODES: [&str; 3] = ["memory", "written", "fsync"];
+
+pub fn ack_mode_slot(mode: crate::storage::AckMode) -> usize {
+    use crate::storage::AckMode;
+    match mode {
+        AckMode::Memory => 0,
+        AckMode::Written => 1,
+        AckMode::Fsync => 2,
+    }
+}
+
+/// One shard's metrics. Written only by that shard's thread.
+#[derive(Debug)]
+#[repr(align(128))]
+pub struct ShardMetrics {
+    /// `[command slot * STATUS_SLOTS + status slot]`.
+    requests: Box<[Counter]>,
+    /// Per command slot, µs from decode to response.
+    latency: Box<[LatencyHistogram]>,
+    /// Per command slot.
+    slow_requests: Box<[Counter]>,
+    pub tcp_connections: Gauge,
+    pub tcp_accepted: Counter,
+    pub tcp_received_bytes: Counter,
+    pub tcp_sent_bytes: Counter,
+    /// Messages accepted from SendMessages on this shard's connections, and their stored size.
+    pub messages_in: Counter,
+    pub messages_in_bytes: Counter,
+    /// Messages returned by PollMessages on this shard's connections.
+    pub messages_out: Counter,
+    pub messages_out_bytes: Counter,
+    /// Data-plane operations executed on the partitions this shard owns.
+    pub appends: Counter,
+    pub appended_messages: Counter,
+    pub polls: Counter,
+    pub polled_messages: Counter,
+    /// µs until an append was acknowledged, by ack mode ([`ACK_MODES`]).
+    pub ack_latency: [LatencyHistogram; 3],
+    /// Group commit: rounds by messages per round; sum = messages written.
+    pub write_rounds: Histogram<ROUND_BUCKETS>,
+    pub written_bytes: Counter,
+    pub syncs: Counter,
+    pub pool_allocated_bytes: Gauge,
+    pub pool_in_use_bytes: Gauge,
+    pub pool_misses: Gauge,
+    /// Partition operations sent to another shard's inbox.
+    pub data_forwards: Counter,
+    /// Metadata changes sent to shard 0's control lane.
+    pub control_forwards: Counter,
+    /// Messages this shard's inbox delivered (work from other shards and the control lane).
+    pub inbox_messages: Counter,
+    /// Shard 0 only: the metadata log.
+    pub metadata_log_bytes: Gauge,
+    pub metadata_log_appends: Counter,
+    pub metadata_snapshots: Counter,
+    /// The shard's io_uring file descriptor (-1 until the runtime is built).
+    pub ring_fd: AtomicI32,
+}
+
+impl Default for ShardMetrics {
+    fn default() -> Self {
+        ShardMetrics {
+            requests: (0..COMMAND_SLOTS * STATUS_SLOTS)
+                .map(|_| Counter::default())
+                .collect(),
+            latency: (0..COMMAND_SLOTS)
+                .map(|_| LatencyHistogram::default())
+                .collect(),
+            slow_requests: (0..COMMAND_SLOTS).map(|_| Counter::default()).collect(),
+            tcp_connections: Gauge::default(),
+            tcp_accepted: Counter::default(),
+            tcp_received_bytes: Counter::default(),
+            tcp_sent_bytes: Counter::default(),
+            messages_in: Counter::default(),
+            messages_in_bytes: Counter::default(),
+            messages_out: Counter::default(),
+            messages_out_bytes: Counter::default(),
+            appends: Counter::default(),
+            appended_messages: Counter::default(),
+            polls: Counter::default(),
+            polled_messages: Counter::default(),
+            ack_latency: Default::default(),
+            write_rounds: Histogram::default(),
+            written_bytes: Counter::default(),
+            syncs: Counter::default(),
+            pool_allocated_bytes: Gauge::default(),
+            pool_in_use_bytes: Gauge::default(),
+            pool_misses: Gauge::default(),
+            data_forwards: Counter::default(),
+            control_forwards: Counter::default(),
+            inbox_messages: Counter::default(),
+            metadata_log_bytes: Gauge::default(),
+            metadata_log_appends: Counter::default(),
+            metadata_snapshots: Counter::default(),
+            ring_fd: AtomicI32::new(-1),
+        }
+    }
+}
+
+impl ShardMetrics {
+    /// Counts one handled request and its latency.
+    #[inline]
+    pub fn record_request(
+        &self,
+        command_slot: usize,
+        status: Option<ErrorCode>,
+        elapsed: Duration,
+        slow: bool,
+    ) {
+        let command_slot = command_slot.min(COMMAND_SLOTS - 1);
+        self.requests[command_slot * STATUS_SLOTS + status_slot(status)].inc();
+        let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+        self.latency[command_slot].observe(&LATENCY_BOUNDS_MICROS, micros);
+        if slow {
+            self.slow_requests[command_slot].inc();
+        }
+    }
+
+    pub fn record_ack(&self, mode: crate::storage::AckMode, elapsed: Duration) {
+        let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+        self.ack_latency[ack_mode_slot(mode)].observe(&LATENCY_BOUNDS_MICROS, micros);
+    }
+
+    pub fn publish_pool(&self, stats: crate::storage::PoolStats) {
+        self.pool_allocated_bytes.set(stats.allocated);
+        self.pool_in_use_bytes.set(stats.in_use);
+        self.pool_misses.set(stats.misses);
+    }
+}
+
+/// Every shard's metrics, shared by the shards (each writing its own) and the scraper.
+#[derive(Debug)]
+pub struct Metrics {
+    pub shards: Box<[ShardMetrics]>,
+}
+
+impl Metrics {
+    pub fn new(shard_count: u16) -> Self {
+        Metrics {
+            shards: (0..shard_count).map(|_| ShardMetrics::default()).collect(),
+        }
+    }
+
+    /// Sums the shards' cells (reads only; never blocks a shard).
+    pub fn snapshot(&self) -> MetricsSnapshot {
+        let mut snapshot = MetricsSnapshot {
+            requests: vec![0; COMMAND_SLOTS * STATUS_SLOTS],
+            latency: vec![HistogramSnapshot::default(); COMMAND_SLOTS],
+            slow_requests: vec![0; COMMAND_SLOTS],
+            ack_latency: vec![HistogramSnapshot::default(); ACK_MODES.len()],
+            write_rounds: HistogramSnapshot::default(),
+            shards: Vec::with_capacity(self.shards.len()),
+            metadata_log_bytes: 0,
+            metadata_log_appends: 0,
+            metadata_snapshots: 0,
+        };
+        for shard in self.shards.iter() {
+            for (total, counter) in snapshot.requests.iter_mut().zip(shard.requests.iter()) {
+                *total += counter.get();
+            }
+            for (total, histogram) in snapshot.latency.iter_mut().zip(shard.latency.iter()) {
+                histogram.add_to(total);
+            }
+            for (total, counter) in snapshot
+                .slow_requests
+                .iter_mut()
+                .zip(shard.slow_requests.iter())
+            {
+                *total += counter.get();
+            }
+            for (total, histogram) in snapshot.ack_latency.iter_mut().zip(&shard.ack_latency) {
+                histogram.add_to(total);
+            }
+            shard.write_rounds.add_to(&mut snapshot.write_rounds);
+            snapshot.metadata_log_bytes += shard.metadata_log_bytes.get();
+            snapshot.metadata_log_appends += shard.metadata_log_appends.get();
+            snapshot.metadata_snapshots += shard.metadata_snapshots.get();
+            snapshot.shards.push(ShardSnapshot {
+                tcp_connections: shard.tcp_connections.get(),
+                tcp_accepted: shard.tcp_accepted.get(),
+                tcp_received_bytes: shard.tcp_received_bytes.get(),
+                tcp_sent_bytes: shard.tcp_sent_bytes.get(),
+                messages_in: shard.messages_in.get(),
+                messages_in_bytes: shard.messages_in_bytes.get(),
+                messages_out: shard.messages_out.get(),
+                messages_out_bytes: shard.messages_out_bytes.get(),
+                appends: shard.appends.get(),
+                appended_messages: shard.appended_messages.get(),
+                polls: shard.polls.get(),
+                polled_messages: shard.polled_messages.get(),
+                written_bytes: shard.written_bytes.get(),
+                syncs: shard.syncs.get(),
+                pool_allocated_bytes: shard.pool_allocated_bytes.get(),
+                pool_in_use_bytes: shard.pool_in_use_bytes.get(),
+                pool_misses: shard.pool_misses.get(),
+                data_forwards: shard.data_forwards.get(),
+                control_forwards: shard.control_forwards.get(),
+                inbox_messages: shard.inbox_messages.get(),
+                ring_fd: shard.ring_fd.load(Ordering::Relaxed),
+            });
+        }
+        snapshot
+    }
+}
+
+/// [`Metrics`] summed over shards where per-shard series would only multiply cardinality
+/// (requests, latencies), and kept per shard otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsSnapshot {
+    /// `[command slot * STATUS_SLOTS + status slot]`.
+    pub requests: Vec<u64>,
+    pub latency: Vec<HistogramSnapshot>,
+    pub slow_requests: Vec<u64>,
+    pub ack_latency: Vec<HistogramSnapshot>,
+    pub write_rounds: HistogramSnapshot,
+    pub shards: Vec<ShardSnapshot>,
+    pub metadata_log_bytes: u64,
+    pub metadata_log_appends: u64,
+    pub metadata_snapshots: u64,
+}
+
+impl MetricsSnapshot {
+    /// Requests of one command with one status (None = OK), over all shards.
+    pub fn requests(&self, command: CommandCode, status: Option<ErrorCode>) -> u64 {
+        self.requests[command_slot(command.code()) * STATUS_SLOTS + status_slot(status)]
+    }
+}
+
+/// One shard's figures at scrape time.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShardSnapshot {
+    pub tcp_connections: u64,
+    pub tcp_accepted: u64,
+    pub tcp_received_bytes: u64,
+    pub tcp_sent_bytes: u64,
+    pub messages_in: u64,
+    pub messages_in_bytes: u64,
+    pub messages_out: u64,
+    pub messages_out_bytes: u64,
+    pub appends: u64,
+    pub appended_messages: u64,
+    pub polls: u64,
+    pub polled_messages: u64,
+    pub written_bytes: u64,
+    pub syncs: u64,
+    pub pool_allocated_bytes: u64,
+    pub pool_in_use_bytes: u64,
+    pub pool_misses: u64,
+    pub data_forwards: u64,
+    pub control_forwards: u64,
+    pub inbox_messages: u64,
+    pub ring_fd: i32,
+}
+
+/// A shard's own metrics: the shared [`Metrics`] and the shard's index in it. Cheap to clone,
+/// handed to what the shard owns (its partitions).
+#[derive(Debug, Clone)]
+pub struct ShardMetricsHandle {
+    metrics: Arc<Metrics>,
+    shard: usize,
+}
+
+impl ShardMetricsHandle {
+    pub fn new(metrics: Arc<Metrics>, shard: u16) -> Self {
+        assert!((shard as usize) < metrics.shards.len());
+        ShardMetricsHandle {
+            metrics,
+            shard: shard as usize,
+        }
+    }
+}
+
+impl Deref for ShardMetricsHandle {
+    type Target = ShardMetrics;
+
+    fn deref(&self) -> &ShardMetrics {
+        &self.metrics.shards[self.shard]
+    }
+}
+
+/// How often each shard publishes what only it can read (its buffer pool, its partitions'
+/// writer counters) into its cells.
+const PUBLISH_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Starts the shard's publisher task. Request-path counters need no publishing; this covers
+/// figures that live in `Rc`/`Cell` state the scraper cannot touch.
+pub fn spawn_publisher(shard: &Rc<Shard>) {
+    let shard = shard.clone();
+    compio::runtime::spawn(async move {
+        while !shard.is_shutting_down() {
+            shard.publish_metrics();
+            compio::time::sleep(PUBLISH_INTERVAL).await;
+        }
+    })
+    .detach();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_round_trip_to_labels() {
+        assert_eq!(
+            command_label(command_slot(CommandCode::Ping.code())),
+            "Ping"
+        );
+        assert_eq!(
+            command_label(command_slot(CommandCode::SendMessages.code())),
+            "SendMessages"
+        );
+        assert_eq!(command_label(command_slot(9999)), "Unknown");
+        assert_eq!(status_label(status_slot(None)), "ok");
+        assert_eq!(
+            status_label(status_slot(Some(ErrorCode::StreamIdNotFound))),
+            "StreamIdNotFound"
+        );
+        for &code in ErrorCode::ALL {
+            assert_eq!(status_label(status_slot(Some(code))), code.name());
+        }
+        for &command in CommandCode::ALL {
+            assert_eq!(command_label(command_slot(command.code())), command.name());
+        }
+    }
+
+    #[test]
+    fn histogram_buckets_follow_prometheus_le() {
+        let histogram = LatencyHistogram::default();
+        // 10 is <= the first bound; 11 goes to the second; beyond the last bound is +Inf.
+        histogram.observe(&LATENCY_BOUNDS_MICROS, 0);
+        histogram.observe(&LATENCY_BOUNDS_MICROS, 10);
+        histogram.observe(&LATENCY_BOUNDS_MICROS, 11);
+        histogram.observe(&LATENCY_BOUNDS_MICROS, u64::MAX / 2);
+        let mut snapshot = HistogramSnapshot::default();
+        histogram.add_to(&mut snapshot);
+        assert_eq!(snapshot.buckets[0], 2);
+        assert_eq!(snapshot.buckets[1], 1);
+        assert_eq!(*snapshot.buckets.last().unwrap(), 1);
+        assert_eq!(snapshot.count(), 4);
+        assert_eq!(snapshot.sum, 21 + u64::MAX / 2);
+    }
+
+    #[test]
+    fn snapshot_sums_shards_and_keeps_per_shard_figures() {
+        let metrics = Metrics::new(3);
+        let ping = command_slot(CommandCode::Ping.code());
+        let send = command_slot(CommandCode::SendMessages.code());
+        let ms = Duration::from_millis(1);
+        metrics.shards[0].record_request(ping, None, ms, false);
+        metrics.shards[1].record_request(ping, None, ms * 3, false);
+        metrics.shards[2].record_request(ping, Some(ErrorCode::Unauthenticated), ms, true);
+        metrics.shards[2].record_request(send, None, Duration::from_secs(20), true);
+        metrics.shards[0].messages_in.add(7);
+        metrics.shards[2].messages_in.add(5);
+        metrics.shards[1].tcp_connections.set(4);
+        metrics.shards[0].metadata_log_bytes.set(1234);
+        metrics.shards[1].write_rounds.add_bucketed(&[2, 0, 1], 6);
+        metrics.shards[2].write_rounds.add_bucketed(&[1], 1);
+        metrics.shards[1].record_ack(crate::storage::AckMode::Fsync, ms);
+
+        let snapshot = metrics.snapshot();
+        assert_eq!(snapshot.requests(CommandCode::Ping, None), 2);
+        assert_eq!(
+            snapshot.requests(CommandCode::Ping, Some(ErrorCode::Unauthenticated)),
+            1
+        );
+        assert_eq!(snapshot.requests(CommandCode::SendMessages, None), 1);
+        assert_eq!(snapshot.requests.iter().sum::<u64>(), 4);
+        assert_eq!(snapshot.latency[ping].count(), 3);
+        assert_eq!(snapshot.latency[ping].sum, 5_000);
+        assert_eq!(*snapshot.latency[send].buckets.last().unwrap(), 1);
+        assert_eq!(snapshot.slow_requests[ping], 1);
+        assert_eq!(snapshot.slow_requests[send], 1);
+        assert_eq!(
+            snapshot
+                .shards
+                .iter()
+                .map(|shard| shard.messages_in)
+                .collect::<Vec<_>>(),
+            [7, 0, 5]
+        );
+        assert_eq!(snapshot.shards[1].tcp_connections, 4);
+        assert_eq!(snapshot.metadata_log_bytes, 1234);
+        assert_eq!(snapshot.write_rounds.buckets[..3], [3, 0, 1]);
+        assert_eq!(snapshot.write_rounds.count(), 4);
+        assert_eq!(snapshot.write_rounds.sum, 7);
+        assert_eq!(snapshot.ack_latency[2].count(), 1);
+        assert_eq!(snapshot.ack_latency[0].count(), 0);
+    }
+
+    #[test]
+    fn counters_are_single_writer_but_readable_anywhere() {
+        let metrics = Arc::new(Metrics::new(2));
+        let writers: Vec<_> = (0..2u16)
+            .map(|shard| {
+                let handle = ShardMetricsHandle::new(metrics.clone(), shard);
+                std::thread::spawn(move || {
+                    for _ in 0..10_000 {
+                        handle.appends.inc();
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        let snapshot = metrics.snapshot();
+        assert_eq!(snapshot.shards[0].appends, 10_000);
+        assert_eq!(snapshot.shards[1].appends, 10_000);
+    }
+}
