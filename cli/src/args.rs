@@ -38,11 +38,11 @@ pub struct GlobalArgs {
     pub encryption_key: Option<String>,
 
     /// Optional username for initial login
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub credentials_username: Option<String>,
 
     /// Optional password for initial login
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub credentials_password: Option<String>,
 
     /// The optional API URL for the HTTP transport
@@ -52,7 +52,7 @@ pub struct GlobalArgs {
     pub http_api_url: Option<String>,
 
     /// The optional number of retries for the HTTP transport
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub http_retries: Option<u32>,
 
     /// The optional client address for the TCP transport
@@ -82,7 +82,7 @@ pub struct GlobalArgs {
     pub tcp_tls_domain: Option<String>,
 
     /// The optional client address for the QUIC transport
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub quic_client_address: Option<String>,
 
     /// The optional server address for the QUIC transport
@@ -92,63 +92,63 @@ pub struct GlobalArgs {
     pub quic_server_address: Option<String>,
 
     /// The optional server name for the QUIC transport
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub quic_server_name: Option<String>,
 
     /// QUIC reconnect retries
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub quic_reconnection_max_retries: Option<u32>,
 
     /// QUIC reconnect interval
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub quic_reconnection_interval: Option<String>,
 
     /// QUIC bidirectional streams
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub quic_max_concurrent_bidi_streams: Option<u64>,
 
     /// QUIC datagram send buffer
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub quic_datagram_send_buffer_size: Option<u64>,
 
     /// QUIC initial MTU
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub quic_initial_mtu: Option<u16>,
 
     /// QUIC send window
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub quic_send_window: Option<u64>,
 
     /// QUIC receive window
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub quic_receive_window: Option<u64>,
 
     /// QUIC response buffer size
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub quic_response_buffer_size: Option<u64>,
 
     /// QUIC keep alive interval
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub quic_keep_alive_interval: Option<u64>,
 
     /// QUIC max idle timeout
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub quic_max_idle_timeout: Option<u64>,
 
     /// Flag to enable certificate validation for QUIC
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub quic_validate_certificate: bool,
 
     /// The optional server address for the WebSocket transport
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub websocket_server_address: Option<String>,
 
     /// WebSocket reconnect retries
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub websocket_reconnection_max_retries: Option<u32>,
 
     /// WebSocket reconnect interval
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub websocket_reconnection_interval: Option<String>,
 
     /// Quiet mode (disabled stdout printing)
