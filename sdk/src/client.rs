@@ -363,7 +363,7 @@ impl Client {
                 let Ok(mut session) = client.inner.session.try_lock() else {
                     continue;
                 };
-                if session.connection.is_none() || !session.authenticated || session.in_flight {
+                if session.connection.is_none() || session.in_flight {
                     continue;
                 }
                 let request = Request::Ping(Ping {});

@@ -106,6 +106,35 @@ async fn an_abandoned_request_does_not_leave_its_response_for_the_next_one() {
 }
 
 #[tokio::test]
+async fn heartbeats_ping_on_an_interval_while_connected() {
+    let requests = Arc::new(AtomicUsize::new(0));
+    let seen = requests.clone();
+    let (address, _) = fake_server(move |_, _| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        Some((Duration::ZERO, OK_EMPTY))
+    })
+    .await;
+    let client = Client::builder()
+        .address(&address)
+        .heartbeat_interval(Some(Duration::from_millis(20)))
+        .build()
+        .unwrap();
+    client.connect().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let pings = requests.load(Ordering::SeqCst);
+    assert!(pings >= 5, "only {pings} heartbeats");
+    client.shutdown().await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let after = requests.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        requests.load(Ordering::SeqCst),
+        after,
+        "no heartbeats after shutdown"
+    );
+}
+
+#[tokio::test]
 async fn status_8_reconnects_and_retries_once() {
     // The first connection answers Disconnected (8); the retry on a new connection succeeds.
     let (address, connections) = fake_server(|connection, _| {
