@@ -1,0 +1,418 @@
+#!/usr/bin/env bash
+# Docker deployment test: builds the image from ../Dockerfile and runs it for real.
+#
+#  1. base image: uses the Dockerfile's runtime base (debian:bookworm-slim) if the engine has it;
+#     otherwise debootstraps a minimal Debian bookworm into target/docker-rootfs (kept as a cache),
+#     slims it like Debian's official -slim image and `docker import`s it under that tag, so no
+#     registry is needed;
+#  2. builds iggy-server and iggy on the host, then the image with HOST_BINARIES=target/release
+#     (so no Rust image is needed), and checks it: non-root, /data volume, ports, env, config;
+#  3. io_uring: under Docker's default seccomp profile (Engine 25+: ours without the io_uring
+#     syscalls) the server exits 1 with its io_uring error; under the engine's built-in default it
+#     either serves or explains;
+#  4. starts a container with docker/seccomp-io-uring.json and a volume, sends and polls messages
+#     from the host with the CLI, replaces the container on the same volume, restarts it, and
+#     polls the messages again each time;
+#  5. `docker compose up` with docker/docker-compose.yml until its healthcheck reports healthy.
+# Everything it creates (containers, volumes, networks) is removed on exit; the base image, the
+# test image (rill/iggy-server:docker-test) and the rootfs cache are kept for the next run.
+# Without a reachable Docker engine it prints "skipping Docker test: ..." and exits 0.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+say() { printf '[docker-test] %s\n' "$*"; }
+fail() {
+    printf '[docker-test] FAIL: %s\n' "$*" >&2
+    exit 1
+}
+
+if ! command -v docker >/dev/null 2>&1; then
+    say "skipping Docker test: the docker command is not installed"
+    exit 0
+fi
+if ! docker info >/dev/null 2>&1; then
+    say "skipping Docker test: no Docker engine is reachable (docker info failed)"
+    exit 0
+fi
+
+started=$SECONDS
+image=rill/iggy-server:docker-test
+run_id="rill-docker-test-$$"
+user=iggy
+password="docker-test-$$"
+sudo_cmd=""
+[[ $(id -u) -eq 0 ]] || sudo_cmd="sudo"
+work=$(mktemp -d)
+containers=()
+volumes=()
+compose_project=""
+compose=()
+
+cleanup() {
+    local status=$?
+    set +e
+    if [[ -n $compose_project ]]; then
+        (cd "$root/docker" && COMPOSE_PROJECT_NAME=$compose_project IGGY_IMAGE=$image \
+            "${compose[@]}" down --volumes --remove-orphans --timeout 20 >/dev/null 2>&1)
+    fi
+    for container in "${containers[@]}"; do
+        docker rm --force --volumes "$container" >/dev/null 2>&1
+    done
+    for volume in "${volumes[@]}"; do
+        docker volume rm --force "$volume" >/dev/null 2>&1
+    done
+    rm -rf "$work"
+    if ((status == 0)); then
+        say "all Docker checks passed in $((SECONDS - started)) s"
+    else
+        say "failed after $((SECONDS - started)) s (its containers, volumes and networks are removed)"
+    fi
+}
+trap cleanup EXIT
+
+# --- 1. base image -------------------------------------------------------------------------------
+
+base=$(awk 'toupper($1) == "FROM" { image = $2 } END { print image }' Dockerfile)
+[[ $base == debian:bookworm-slim ]] ||
+    fail "the Dockerfile's runtime stage starts FROM $base, expected debian:bookworm-slim"
+# Bump when the rootfs recipe below changes: an older cache and imported image are then rebuilt.
+recipe=2
+
+# True when the engine has the base image: a real one (from a registry), or ours of this recipe.
+have_base() {
+    local labels
+    labels=$(docker image inspect --format '{{json .Config.Labels}}' "$base" 2>/dev/null) || return 1
+    [[ $labels != *'"org.rill.rootfs-recipe"'* || $labels == *"\"org.rill.rootfs-recipe\":\"$recipe\""* ]]
+}
+
+# slim_rootfs DIR: makes a debootstrapped tree what Debian's official -slim image is: no
+# documentation, manuals or translations (also for packages installed later), apt caches removed
+# after every apt run, no package lists.
+slim_rootfs() {
+    local r=$1
+    cat >"$r/etc/dpkg/dpkg.cfg.d/docker" <<'END'
+path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/man/*
+path-exclude /usr/share/groff/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/lintian/*
+path-exclude /usr/share/linda/*
+path-exclude /usr/share/locale/*
+END
+    cat >"$r/etc/apt/apt.conf.d/docker-clean" <<'END'
+DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
+Dir::Cache::pkgcache "";
+Dir::Cache::srcpkgcache "";
+END
+    echo 'Acquire::Languages "none";' >"$r/etc/apt/apt.conf.d/docker-no-languages"
+    echo 'Acquire::GzipIndexes "true";' >"$r/etc/apt/apt.conf.d/docker-gzip-indexes"
+    echo 'Apt::AutoRemove::SuggestsImportant "false";' >"$r/etc/apt/apt.conf.d/docker-autoremove-suggests"
+    cat >"$r/etc/apt/sources.list" <<'END'
+deb http://deb.debian.org/debian bookworm main
+deb http://deb.debian.org/debian bookworm-updates main
+deb http://deb.debian.org/debian-security bookworm-security main
+END
+    find "$r/usr/share/doc" -mindepth 1 ! -type d ! -name copyright -delete
+    find "$r/usr/share/doc" -mindepth 1 -type d -empty -delete
+    rm -rf "$r"/usr/share/man/* "$r"/usr/share/groff/* "$r"/usr/share/info/* \
+        "$r"/usr/share/lintian/* "$r"/usr/share/linda/* "$r"/usr/share/locale/*
+    rm -rf "$r"/var/cache/apt/archives/*.deb "$r"/var/cache/apt/*.bin "$r"/var/lib/apt/lists/*
+    find "$r/var/log" -type f -delete
+    rm -f "$r/etc/resolv.conf" "$r/etc/hostname"
+    : >"$r/etc/machine-id"
+}
+
+if have_base; then
+    say "base image $base: present in the engine"
+else
+    [[ -z $sudo_cmd ]] || sudo -n true 2>/dev/null ||
+        fail "building the base image $base needs root (debootstrap): run as root or with passwordless sudo"
+    cache="$root/target/docker-rootfs"
+    rootfs="$cache/bookworm-slim"
+    mkdir -p "$cache"
+    exec 9>"$cache/.lock"
+    flock 9
+    if [[ $(cat "$rootfs.complete" 2>/dev/null) != "$recipe" ]]; then
+        if ! command -v debootstrap >/dev/null 2>&1 && [[ ! -x /usr/sbin/debootstrap ]]; then
+            say "installing debootstrap"
+            $sudo_cmd apt-get update -qq
+            DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq debootstrap >/dev/null
+        fi
+        say "debootstrapping a minimal Debian bookworm into $rootfs (cached for later runs)"
+        $sudo_cmd rm -rf "$rootfs" "$rootfs.tmp" "$rootfs.complete"
+        if ! $sudo_cmd env PATH="$PATH:/usr/sbin:/sbin" debootstrap --variant=minbase bookworm \
+            "$rootfs.tmp" http://deb.debian.org/debian >"$work/debootstrap.log" 2>&1; then
+            tail -20 "$work/debootstrap.log" >&2
+            fail "debootstrap failed"
+        fi
+        if [[ -z $sudo_cmd ]]; then
+            slim_rootfs "$rootfs.tmp"
+        else
+            sudo bash -euc "$(declare -f slim_rootfs); slim_rootfs \"\$1\"" bash "$rootfs.tmp"
+        fi
+        $sudo_cmd mv "$rootfs.tmp" "$rootfs"
+        echo "$recipe" >"$rootfs.complete"
+    fi
+    if ! have_base; then
+        say "importing $rootfs as $base"
+        $sudo_cmd tar --numeric-owner -C "$rootfs" -c . |
+            docker import --change 'CMD ["bash"]' \
+                --change "LABEL org.rill.rootfs-recipe=$recipe org.rill.origin=docker/test.sh" \
+                - "$base" >/dev/null
+    fi
+    flock -u 9
+    exec 9>&-
+    say "base image $base: $(($(docker image inspect --format '{{.Size}}' "$base") / 1000 / 1000)) MB"
+fi
+
+# --- 2. binaries and image -----------------------------------------------------------------------
+
+say "building iggy-server and iggy on the host (release)"
+if [[ -x scripts/install-deps.sh ]]; then
+    scripts/install-deps.sh || fail "scripts/install-deps.sh failed"
+fi
+command -v cargo >/dev/null 2>&1 || fail "cargo is not on PATH"
+cargo build --release --locked -p rill-server -p rill-cli || fail "cargo build --release failed"
+cli="$root/target/release/iggy"
+official="${CARGO_HOME:-$HOME/.cargo}/bin/iggy"
+if ! [[ -x $official ]] || ! "$official" --version 2>/dev/null | grep -q '^iggy-cli'; then
+    official=""
+fi
+
+say "building $image (HOST_BINARIES=target/release)"
+old_image=$(docker image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
+# The classic builder, as Docker without buildx uses: it builds every stage, which the
+# Dockerfile's HOST_BINARIES handling must survive without a Rust image.
+if ! DOCKER_BUILDKIT=0 docker build --force-rm --build-arg HOST_BINARIES=target/release \
+    -t "$image" . >"$work/build.log" 2>&1; then
+    tail -40 "$work/build.log" >&2
+    fail "docker build failed"
+fi
+new_image=$(docker image inspect --format '{{.Id}}' "$image")
+if [[ -n $old_image && $old_image != "$new_image" ]]; then
+    docker image rm "$old_image" >/dev/null 2>&1 || true
+fi
+# The classic builder keeps each build stage as an untagged image: drop them, not to pile up.
+docker image prune --force --filter label=org.rill.stage=build >/dev/null
+
+inspect() { docker image inspect --format "$1" "$image"; }
+size=$(inspect '{{.Size}}')
+say "image $image: $((size / 1000 / 1000)) MB ($size bytes)"
+[[ $(inspect '{{.Config.User}}') == iggy:iggy ]] || fail "the image does not run as user iggy"
+uid=$(docker run --rm --entrypoint id "$image" -u)
+[[ $uid != 0 ]] || fail "the container runs as root"
+[[ $(inspect '{{json .Config.Volumes}}') == *'"/data"'* ]] || fail "/data is not a volume"
+ports=$(inspect '{{json .Config.ExposedPorts}}')
+[[ $ports == *'"8090/tcp"'* && $ports == *'"8080/udp"'* ]] || fail "exposed ports are $ports"
+env=$(inspect '{{json .Config.Env}}')
+[[ $env == *'"IGGY_TCP_ADDRESS=0.0.0.0:8090"'* && $env == *'"IGGY_SYSTEM_PATH=/data"'* ]] ||
+    fail "the image does not set IGGY_TCP_ADDRESS/IGGY_SYSTEM_PATH: $env"
+docker run --rm --entrypoint cat "$image" /etc/iggy/server.toml | cmp -s - configs/server.toml ||
+    fail "/etc/iggy/server.toml in the image differs from configs/server.toml"
+say "image: runs as uid $uid, volume /data, ports $ports, IGGY_* env, configs/server.toml inside"
+
+# Container rlimits: io_uring rings count against RLIMIT_MEMLOCK (about 0.5 MiB per shard),
+# hence memlock unlimited, as docker-compose.yml sets. An engine without CAP_SYS_RESOURCE cannot
+# raise limits above its own: use its limits then, and say so.
+memlock=-1
+nofile=65536
+if ! docker run --rm --ulimit memlock=-1:-1 --ulimit "nofile=$nofile:$nofile" --entrypoint true \
+    "$image" >/dev/null 2>&1; then
+    read -r memlock_kib nofile < <(docker run --rm --entrypoint sh "$image" -c 'echo $(ulimit -H -l) $(ulimit -H -n)')
+    if [[ $memlock_kib == unlimited ]]; then memlock=-1; else memlock=$((memlock_kib * 1024)); fi
+    say "this engine cannot raise container rlimits above its own (memlock $memlock_kib KiB," \
+        "nofile $nofile): using those instead of unlimited/65536, also for compose"
+fi
+ulimits=(--ulimit "memlock=$memlock:$memlock" --ulimit "nofile=$nofile:$nofile")
+
+# --- helpers -------------------------------------------------------------------------------------
+
+# run_server NAME VOLUME [docker run options...]: starts the server detached, published on a
+# random loopback port.
+run_server() {
+    local name=$1 volume=$2
+    shift 2
+    containers+=("$name")
+    docker run -d --name "$name" -v "$volume:/data" -p 127.0.0.1::8090/tcp \
+        -e IGGY_ROOT_USERNAME="$user" -e IGGY_ROOT_PASSWORD="$password" \
+        "$@" "$image" >/dev/null
+}
+
+host_port() {
+    local mapping
+    mapping=$(docker port "$1" 8090/tcp | head -1) && echo "${mapping##*:}"
+}
+
+# iggy_cli PORT ARGS...: our CLI against the server published on PORT.
+iggy_cli() {
+    local port=$1
+    shift
+    "$cli" --tcp-server-address "127.0.0.1:$port" --tcp-reconnection-max-retries 0 \
+        -u "$user" -p "$password" "$@"
+}
+
+# wait_for_server NAME: until the log says it listens and a ping from the host succeeds.
+wait_for_server() {
+    local name=$1
+    for _ in $(seq 1 120); do
+        if [[ $(docker inspect --format '{{.State.Running}}' "$name") != true ]]; then
+            docker logs "$name" >&2 || true
+            fail "container $name exited while starting"
+        fi
+        if docker logs "$name" 2>&1 | grep -q "iggy-server is listening" &&
+            iggy_cli "$(host_port "$name")" ping >/dev/null 2>&1; then
+            return 0
+        fi
+        sleep 0.5
+    done
+    docker logs "$name" >&2 || true
+    fail "container $name did not start serving within 60 s"
+}
+
+# check_messages PORT CLIENT: polls the test topic and checks every message sent is there.
+check_messages() {
+    local port=$1 client=$2 output message
+    output=$("$client" --tcp-server-address "127.0.0.1:$port" -u "$user" -p "$password" \
+        message poll --offset 0 --message-count 100 docker-test events 0 2>&1) ||
+        fail "polling with $client failed: $output"
+    for message in "${messages[@]}"; do
+        grep -q -- "$message" <<<"$output" ||
+            fail "message '$message' missing from the poll ($client): $output"
+    done
+}
+
+# --- 3. io_uring and seccomp ---------------------------------------------------------------------
+
+# Docker's default profile since Engine 25 = ours without the one line that allows io_uring.
+grep -v '"io_uring_setup"' docker/seccomp-io-uring.json >"$work/seccomp-default.json"
+if command -v python3 >/dev/null 2>&1; then
+    python3 -m json.tool docker/seccomp-io-uring.json >/dev/null ||
+        fail "docker/seccomp-io-uring.json is not valid JSON"
+    python3 -m json.tool "$work/seccomp-default.json" >/dev/null ||
+        fail "the profile without its io_uring line is not valid JSON"
+fi
+volumes+=("$run_id-scratch")
+docker volume create "$run_id-scratch" >/dev/null
+containers+=("$run_id-blocked")
+set +e
+blocked_output=$(timeout 60 docker run --name "$run_id-blocked" -v "$run_id-scratch:/data" \
+    --security-opt "seccomp=$work/seccomp-default.json" "${ulimits[@]}" \
+    -e IGGY_ROOT_USERNAME="$user" -e IGGY_ROOT_PASSWORD="$password" "$image" 2>&1)
+blocked_status=$?
+set -e
+if ! grep -q "cannot start an io_uring runtime" <<<"$blocked_output" ||
+    ! grep -q "docker/seccomp-io-uring.json" <<<"$blocked_output"; then
+    fail "with io_uring blocked the server did not print its io_uring error (exit $blocked_status): $blocked_output"
+fi
+((blocked_status == 1)) ||
+    fail "with io_uring blocked the server exited with $blocked_status, expected 1: $blocked_output"
+say "Docker's default seccomp profile (Engine 25+): exit 1 and" \
+    "'$(grep -m1 -o 'cannot start an io_uring runtime: [^.]*' <<<"$blocked_output")... docker/seccomp-io-uring.json ...'"
+
+# The engine's built-in profile (no --security-opt) blocks io_uring from Engine 25 on and allows
+# it before. Either way the server must serve or explain, never crash.
+engine_version=$(docker version --format '{{.Server.Version}}' 2>/dev/null || echo unknown)
+run_server "$run_id-engine-default" "$run_id-scratch" "${ulimits[@]}"
+logs=""
+for _ in $(seq 1 60); do
+    state=$(docker inspect --format '{{.State.Running}}' "$run_id-engine-default")
+    logs=$(docker logs "$run_id-engine-default" 2>&1)
+    [[ $state != true ]] && break
+    grep -q "iggy-server is listening" <<<"$logs" && break
+    sleep 0.5
+done
+if grep -q "iggy-server is listening" <<<"$logs"; then
+    say "engine $engine_version's built-in seccomp profile allows io_uring: the server serves without the profile"
+elif grep -q "docker/seccomp-io-uring.json" <<<"$logs"; then
+    say "engine $engine_version's built-in seccomp profile blocks io_uring: the server explains and exits"
+else
+    printf '%s\n' "$logs" >&2
+    fail "under engine $engine_version's built-in profile the server neither served nor explained"
+fi
+docker rm --force "$run_id-engine-default" >/dev/null
+
+# --- 4. a container with the profile and a volume, driven from the host --------------------------
+
+volume="$run_id-data"
+volumes+=("$volume")
+docker volume create "$volume" >/dev/null
+seccomp=(--security-opt "seccomp=$root/docker/seccomp-io-uring.json")
+run_server "$run_id-1" "$volume" "${seccomp[@]}" "${ulimits[@]}"
+wait_for_server "$run_id-1"
+port=$(host_port "$run_id-1")
+say "server serving in container $run_id-1 (io_uring via docker/seccomp-io-uring.json) on 127.0.0.1:$port"
+
+# Shards pin themselves to one CPU each, with no added capability.
+pinned=$(docker exec "$run_id-1" sh -c \
+    'for t in /proc/1/task/*; do [ "$(cat "$t/comm")" = shard-0 ] && grep Cpus_allowed_list "$t/status"; done; true')
+[[ $pinned =~ Cpus_allowed_list:[[:space:]]*[0-9]+$ ]] || fail "shard-0 is not pinned to one CPU: '$pinned'"
+say "shard-0 thread: $pinned"
+
+messages=("docker-test-$$-first" "docker-test-$$-second" "docker-test-$$-third")
+iggy_cli "$port" stream create docker-test >/dev/null || fail "stream create failed"
+iggy_cli "$port" topic create docker-test events 1 none >/dev/null || fail "topic create failed"
+iggy_cli "$port" message send --partition-id 0 docker-test events "${messages[@]}" >/dev/null ||
+    fail "message send failed"
+check_messages "$port" "$cli"
+say "sent ${#messages[@]} messages and polled them back with target/release/iggy"
+if [[ -n $official ]]; then
+    check_messages "$port" "$official"
+    say "polled them with the official iggy-cli too ($official)"
+fi
+
+# docker stop sends SIGTERM: the server drains and flushes, then exits 0.
+docker stop --time 30 "$run_id-1" >/dev/null
+exit_code=$(docker inspect --format '{{.State.ExitCode}}' "$run_id-1")
+[[ $exit_code == 0 ]] || fail "the server exited with $exit_code on docker stop"
+docker rm "$run_id-1" >/dev/null
+run_server "$run_id-2" "$volume" "${seccomp[@]}" "${ulimits[@]}"
+wait_for_server "$run_id-2"
+check_messages "$(host_port "$run_id-2")" "$cli"
+say "docker stop (exit 0), then a new container on volume $volume: all messages polled again"
+docker restart --time 30 "$run_id-2" >/dev/null
+wait_for_server "$run_id-2"
+check_messages "$(host_port "$run_id-2")" "$cli"
+say "docker restart: all messages still there"
+docker rm --force "$run_id-2" >/dev/null
+
+# --- 5. docker compose ---------------------------------------------------------------------------
+
+if docker compose version >/dev/null 2>&1; then
+    compose=(docker compose)
+elif command -v docker-compose >/dev/null 2>&1; then
+    compose=(docker-compose)
+else
+    fail "neither 'docker compose' nor 'docker-compose' is installed"
+fi
+compose_project="$run_id"
+say "${compose[*]} up -d with docker/docker-compose.yml (project $compose_project)"
+if ! (
+    cd docker
+    export COMPOSE_PROJECT_NAME=$compose_project IGGY_IMAGE=$image IGGY_PUBLISH_ADDRESS=127.0.0.1 \
+        IGGY_TCP_PORT="" IGGY_QUIC_PORT="" IGGY_MEMLOCK=$memlock IGGY_NOFILE=$nofile \
+        IGGY_ROOT_USERNAME=$user IGGY_ROOT_PASSWORD=$password
+    "${compose[@]}" up -d --no-build
+) >"$work/compose.log" 2>&1; then
+    cat "$work/compose.log" >&2
+    fail "${compose[*]} up failed"
+fi
+container=$(docker ps --all --quiet --filter "label=com.docker.compose.project=$compose_project" | head -1)
+[[ -n $container ]] || fail "compose started no container"
+health=""
+for _ in $(seq 1 90); do
+    health=$(docker inspect --format '{{if .State.Health}}{{.State.Health.Status}}{{end}}' "$container")
+    [[ $health == healthy || $health == unhealthy ]] && break
+    sleep 1
+done
+if [[ $health != healthy ]]; then
+    docker inspect --format '{{json .State.Health}}' "$container" >&2 || true
+    docker logs "$container" >&2 || true
+    fail "the compose service's health is '$health', expected healthy"
+fi
+port=$(host_port "$container")
+iggy_cli "$port" ping >/dev/null || fail "ping to the compose service's published port failed"
+say "compose service healthy (healthcheck: iggy ping with the root credentials);" \
+    "ping from the host via 127.0.0.1:$port ok"
