@@ -52,7 +52,37 @@ struct Row {
     name: String,
     bytes_per_second: f64,
     messages_per_second: f64,
-    baseline: Option<f64>,
+    /// Median over runs of (this run's figure / the reference figure measured next to it).
+    ratio: Option<f64>,
+}
+
+/// Per-run samples of one workload, each paired with the reference measured in the same run
+/// right before it, so a machine whose disk speed drifts (it is shared) still gives fair
+/// ratios.
+#[derive(Default)]
+struct Samples {
+    bytes_per_second: Vec<f64>,
+    messages_per_second: Vec<f64>,
+    ratios: Vec<f64>,
+}
+
+impl Samples {
+    fn push(&mut self, bytes: u64, messages: u64, seconds: f64, reference_bytes_per_second: f64) {
+        let bytes_per_second = bytes as f64 / seconds;
+        self.bytes_per_second.push(bytes_per_second);
+        self.messages_per_second.push(messages as f64 / seconds);
+        self.ratios
+            .push(bytes_per_second / reference_bytes_per_second);
+    }
+
+    fn row(self, name: String) -> Row {
+        Row {
+            name,
+            bytes_per_second: median(self.bytes_per_second),
+            messages_per_second: median(self.messages_per_second),
+            ratio: Some(median(self.ratios)),
+        }
+    }
 }
 
 fn print_table(title: &str, rows: &[Row]) {
@@ -64,8 +94,8 @@ fn print_table(title: &str, rows: &[Row]) {
     println!("|{:-<60}|{:->12}|{:->14}|{:->11}|", "", "", "", "");
     for row in rows {
         let ratio = row
-            .baseline
-            .map(|baseline| format!("{:.2}", row.bytes_per_second / baseline))
+            .ratio
+            .map(|ratio| format!("{ratio:.2}"))
             .unwrap_or_else(|| "-".into());
         println!(
             "| {:<58} | {:>10.0} | {:>12.0} | {:>9} |",
@@ -104,6 +134,7 @@ async fn append_run(
         })
         .collect();
     let bytes: u64 = prepared.iter().flatten().map(|b| b.size() as u64).sum();
+    settle();
     let messages: u64 = prepared
         .iter()
         .flatten()
@@ -130,9 +161,16 @@ async fn append_run(
     }
     let seconds = started.elapsed().as_secs_f64();
     partition.close().await.expect("close");
-    let partition = Rc::into_inner(partition).expect("sole owner");
-    partition.delete().await.expect("delete");
+    // Files stay until the end: deleting 256 MiB right before the next measurement would make
+    // the filesystem free extents while that measurement runs.
     (seconds, bytes, messages)
+}
+
+/// Flushes whatever earlier workloads left for the filesystem to do, so it does not run during
+/// the next measurement.
+fn settle() {
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
 }
 
 fn fallocate(file: &compio::fs::File, len: u64) {
@@ -165,6 +203,7 @@ async fn raw_write_run(dir: &Path, batch_bytes: usize, batches: usize, fsync: bo
     let mut buffer = AlignedBuf::zeroed(block_bytes);
     buffer.whole_mut().fill(7);
     buffer.set_filled(block_bytes);
+    settle();
     let started = Instant::now();
     let mut position = 0u64;
     let mut writer = &file;
@@ -179,62 +218,43 @@ async fn raw_write_run(dir: &Path, batch_bytes: usize, batches: usize, fsync: bo
     }
     let seconds = started.elapsed().as_secs_f64();
     drop(file);
-    std::fs::remove_file(path).unwrap();
     seconds
 }
 
 async fn append_workloads(root: &Path) -> Vec<Row> {
     let batch_bytes = batch(1000).size();
     let batches = (RUN_BYTES / batch_bytes as u64) as usize;
-    let mut rows = Vec::new();
-    let mut baseline_runs = Vec::new();
-    let mut mode_runs: Vec<(AckMode, Vec<f64>, Vec<f64>)> = vec![
-        (AckMode::Memory, Vec::new(), Vec::new()),
-        (AckMode::Written, Vec::new(), Vec::new()),
-        (AckMode::Fsync, Vec::new(), Vec::new()),
+    let messages = (batches * 1000) as u64;
+    let raw_bytes = (batch_bytes * batches) as u64;
+    let workloads = [
+        (AckMode::Memory, 1),
+        (AckMode::Written, 1),
+        (AckMode::Fsync, 1),
+        (AckMode::Written, 4),
     ];
-    let mut written_concurrent = (Vec::new(), Vec::new());
+    let mut baseline = Samples::default();
+    let mut samples: Vec<Samples> = workloads.iter().map(|_| Samples::default()).collect();
     for run in 0..RUNS {
-        let seconds = raw_write_run(
-            &root.join(format!("raw-{run}")),
-            batch_bytes,
-            batches,
-            false,
-        )
-        .await;
-        baseline_runs.push((batch_bytes * batches) as f64 / seconds);
-        for (mode, bytes_per_second, messages_per_second) in &mut mode_runs {
-            let dir = root.join(format!("append-{mode}-{run}"));
-            let (seconds, bytes, messages) = append_run(&dir, *mode, 1, 1000, batches).await;
-            bytes_per_second.push(bytes as f64 / seconds);
-            messages_per_second.push(messages as f64 / seconds);
+        for (k, &(mode, appenders)) in workloads.iter().enumerate() {
+            let raw_dir = root.join(format!("raw-{run}-{k}"));
+            let seconds = raw_write_run(&raw_dir, batch_bytes, batches, false).await;
+            let raw = raw_bytes as f64 / seconds;
+            baseline.push(raw_bytes, messages, seconds, raw);
+            let dir = root.join(format!("append-{mode}-{appenders}-{run}"));
+            let (seconds, bytes, messages) = append_run(&dir, mode, appenders, 1000, batches).await;
+            samples[k].push(bytes, messages, seconds, raw);
         }
-        let dir = root.join(format!("append-written4-{run}"));
-        let (seconds, bytes, messages) = append_run(&dir, AckMode::Written, 4, 1000, batches).await;
-        written_concurrent.0.push(bytes as f64 / seconds);
-        written_concurrent.1.push(messages as f64 / seconds);
     }
-    let baseline = median(baseline_runs);
-    rows.push(Row {
-        name: "raw O_DIRECT sequential writer (baseline, same bytes)".into(),
-        bytes_per_second: baseline,
-        messages_per_second: baseline / (batch_bytes as f64 / 1000.0),
-        baseline: Some(baseline),
-    });
-    for (mode, bytes_per_second, messages_per_second) in mode_runs {
-        rows.push(Row {
-            name: format!("append, ack {mode}, 1 appender"),
-            bytes_per_second: median(bytes_per_second),
-            messages_per_second: median(messages_per_second),
-            baseline: Some(baseline),
-        });
+    let mut rows =
+        vec![baseline.row("raw O_DIRECT sequential writer (baseline, same bytes)".into())];
+    for (&(mode, appenders), samples) in workloads.iter().zip(samples) {
+        let name = if appenders == 1 {
+            format!("append, ack {mode}, 1 appender")
+        } else {
+            format!("append, ack {mode}, {appenders} concurrent appenders")
+        };
+        rows.push(samples.row(name));
     }
-    rows.push(Row {
-        name: "append, ack written, 4 concurrent appenders".into(),
-        bytes_per_second: median(written_concurrent.0),
-        messages_per_second: median(written_concurrent.1),
-        baseline: Some(baseline),
-    });
     rows
 }
 
@@ -242,20 +262,19 @@ async fn group_commit_workloads(root: &Path) -> Vec<Row> {
     let mut rows = Vec::new();
     for (batch_size, batches) in [(1000usize, 96usize), (10, 4000)] {
         let batch_bytes = batch(batch_size).size();
-        let mut single = (Vec::new(), Vec::new());
-        let mut concurrent = (Vec::new(), Vec::new());
-        let mut raw = Vec::new();
+        let mut single = Samples::default();
+        let mut concurrent = Samples::default();
+        let mut raw = Samples::default();
         for run in 0..RUNS {
             let dir = root.join(format!("fsync1-{batch_size}-{run}"));
             let (seconds, bytes, messages) =
                 append_run(&dir, AckMode::Fsync, 1, batch_size, batches).await;
-            single.0.push(bytes as f64 / seconds);
-            single.1.push(messages as f64 / seconds);
+            let one = bytes as f64 / seconds;
+            single.push(bytes, messages, seconds, one);
             let dir = root.join(format!("fsync8-{batch_size}-{run}"));
             let (seconds, bytes, messages) =
                 append_run(&dir, AckMode::Fsync, 8, batch_size, batches).await;
-            concurrent.0.push(bytes as f64 / seconds);
-            concurrent.1.push(messages as f64 / seconds);
+            concurrent.push(bytes, messages, seconds, one);
             let seconds = raw_write_run(
                 &root.join(format!("rawsync-{run}")),
                 batch_bytes,
@@ -263,28 +282,17 @@ async fn group_commit_workloads(root: &Path) -> Vec<Row> {
                 true,
             )
             .await;
-            raw.push((batch_bytes * batches) as f64 / seconds);
+            raw.push((batch_bytes * batches) as u64, messages, seconds, one);
         }
-        let one = median(single.0.clone());
-        rows.push(Row {
-            name: format!("fsync, {batch_size}-msg batches, 1 appender (fsync per batch)"),
-            bytes_per_second: one,
-            messages_per_second: median(single.1),
-            baseline: Some(one),
-        });
-        rows.push(Row {
-            name: format!("fsync, {batch_size}-msg batches, 8 concurrent appenders"),
-            bytes_per_second: median(concurrent.0),
-            messages_per_second: median(concurrent.1),
-            baseline: Some(one),
-        });
-        let raw = median(raw);
-        rows.push(Row {
-            name: format!("raw O_DIRECT write + fdatasync per {batch_size}-msg batch"),
-            bytes_per_second: raw,
-            messages_per_second: raw / (batch_bytes as f64 / batch_size as f64),
-            baseline: Some(one),
-        });
+        rows.push(single.row(format!(
+            "fsync, {batch_size}-msg batches, 1 appender (fsync per batch)"
+        )));
+        rows.push(concurrent.row(format!(
+            "fsync, {batch_size}-msg batches, 8 concurrent appenders"
+        )));
+        rows.push(raw.row(format!(
+            "raw O_DIRECT write + fdatasync per {batch_size}-msg batch"
+        )));
     }
     rows
 }
@@ -313,23 +321,9 @@ async fn read_workloads(root: &Path) -> Vec<Row> {
     let sealed_messages = sealed_batches * 1000;
     let log = dir.join(format!("{:020}.log", 0));
     let log_bytes = std::fs::metadata(&log).unwrap().len();
-    let mut engine = (Vec::new(), Vec::new());
-    let mut raw = Vec::new();
+    let mut engine = Samples::default();
+    let mut raw = Samples::default();
     for _ in 0..RUNS {
-        let started = Instant::now();
-        let mut offset = 0;
-        let mut bytes = 0u64;
-        while offset < sealed_messages {
-            let read = partition.read(offset, 1000).await.unwrap();
-            assert!(read.count > 0);
-            offset += u64::from(read.count);
-            bytes += read.size_bytes();
-        }
-        let seconds = started.elapsed().as_secs_f64();
-        assert_eq!(bytes, log_bytes);
-        engine.0.push(bytes as f64 / seconds);
-        engine.1.push(offset as f64 / seconds);
-
         // Raw: the same file, O_DIRECT, sequential reads of the same size as the engine's.
         let file = compio::fs::OpenOptions::new()
             .read(true)
@@ -348,22 +342,26 @@ async fn read_workloads(root: &Path) -> Vec<Row> {
             std::hint::black_box(buffer);
             position += n as u64;
         }
-        raw.push(log_bytes as f64 / started.elapsed().as_secs_f64());
+        let seconds = started.elapsed().as_secs_f64();
+        let reference = log_bytes as f64 / seconds;
+        raw.push(log_bytes, sealed_messages, seconds, reference);
+
+        let started = Instant::now();
+        let mut offset = 0;
+        let mut bytes = 0u64;
+        while offset < sealed_messages {
+            let read = partition.read(offset, 1000).await.unwrap();
+            assert!(read.count > 0);
+            offset += u64::from(read.count);
+            bytes += read.size_bytes();
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        assert_eq!(bytes, log_bytes);
+        engine.push(bytes, offset, seconds, reference);
     }
-    let raw = median(raw);
     let rows = vec![
-        Row {
-            name: "raw O_DIRECT sequential read of the sealed .log (~1 MiB reads)".into(),
-            bytes_per_second: raw,
-            messages_per_second: raw / (batch_bytes as f64 / 1000.0),
-            baseline: Some(raw),
-        },
-        Row {
-            name: "partition.read(offset, 1000) over the sealed segment".into(),
-            bytes_per_second: median(engine.0),
-            messages_per_second: median(engine.1),
-            baseline: Some(raw),
-        },
+        raw.row("raw O_DIRECT sequential read of the sealed .log (~1 MiB reads)".into()),
+        engine.row("partition.read(offset, 1000) over the sealed segment".into()),
     ];
     partition.close().await.unwrap();
     partition.delete().await.unwrap();

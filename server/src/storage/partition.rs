@@ -263,12 +263,6 @@ impl State {
             .expect("a partition always has an active segment")
     }
 
-    fn active_mut(&mut self) -> &mut Segment {
-        self.segments
-            .back_mut()
-            .expect("a partition always has an active segment")
-    }
-
     fn segment_mut(&mut self, start_offset: u64) -> Option<&mut Segment> {
         let index = self
             .segments
@@ -1124,7 +1118,22 @@ fn accept(
     let timestamp = timestamp_micros.max(state.last_timestamp);
     let mut bytes = batch.into_bytes();
     let pool = &inner.pool;
-    let active = state.active_mut();
+    let State {
+        segments,
+        staged,
+        tail,
+        tail_len,
+        ..
+    } = &mut *state;
+    let mut staging = Staging {
+        staged,
+        tail,
+        tail_len: *tail_len,
+    };
+    let staged_before = staging.staged.len();
+    let active = segments
+        .back_mut()
+        .expect("a partition always has an active segment");
     let segment_start = active.start_offset;
     let base_position = active.accepted_len;
     let index = active
@@ -1134,17 +1143,25 @@ fn accept(
     let entries_before = index.len();
     let mut position = 0usize;
     let mut offset = first_offset;
-    while position < bytes.len() {
+    let total = bytes.len();
+    while position < total {
         let Ok(message) = MessageView::parse(&bytes[position..]) else {
+            // Nothing of the batch may remain: drop its index entries and staged bytes.
             index.truncate(entries_before);
+            unstage(&mut staging, staged_before, segment_start, base_position);
             return Err(StorageError::InvalidBatch("messages do not parse"));
         };
         let message_size = message.size();
-        stamp(
-            &mut bytes[position..position + message_size],
-            offset,
-            timestamp,
-            random_message_id,
+        let message_bytes = &mut bytes[position..position + message_size];
+        stamp(message_bytes, offset, timestamp, random_message_id);
+        // Copying each message right after stamping it reads it from L1, not from memory.
+        stage(
+            inner,
+            &mut staging,
+            segment_start,
+            base_position + position as u64,
+            message_bytes,
+            total - position,
         );
         position += message_size;
         index.push(
@@ -1159,6 +1176,7 @@ fn accept(
     }
     if offset - first_offset != count {
         index.truncate(entries_before);
+        unstage(&mut staging, staged_before, segment_start, base_position);
         return Err(StorageError::InvalidBatch(
             "message count does not match the bytes",
         ));
@@ -1166,7 +1184,6 @@ fn accept(
     active.accepted_count += count;
     active.accepted_len += size;
     active.last_timestamp = timestamp;
-    stage(inner, state, segment_start, base_position, &bytes);
     if config.ack_mode == AckMode::Memory {
         state.journal.push_back(JournalEntry {
             segment_start,
@@ -1186,6 +1203,19 @@ fn accept(
     })
 }
 
+/// Takes back bytes staged for a batch that turned out invalid: buffers added since
+/// `staged_before` are dropped and the buffer that was open is cut back to `position`.
+fn unstage(staging: &mut Staging<'_>, staged_before: usize, segment_start: u64, position: u64) {
+    staging.staged.truncate(staged_before);
+    if let Some(back) = staging.staged.back_mut()
+        && back.segment_start == segment_start
+        && back.file_position + back.buf.len() as u64 > position
+    {
+        let keep = (position - back.file_position) as usize;
+        back.buf.set_filled(keep);
+    }
+}
+
 /// A random non-zero id for messages sent with id 0 (the stored id is never 0, which recovery
 /// relies on to reject zero-filled space).
 fn random_message_id() -> u128 {
@@ -1197,15 +1227,29 @@ fn random_message_id() -> u128 {
     }
 }
 
+/// The parts of the state staging needs, borrowed apart from the segment being appended to.
+struct Staging<'a> {
+    staged: &'a mut VecDeque<Staged>,
+    tail: &'a [u8; BLOCK_SIZE],
+    tail_len: usize,
+}
+
 /// Copies accepted bytes of `segment_start` at segment position `position` into staging
 /// buffers. A new buffer starts at the block containing `position`, beginning with the tail
 /// block's bytes so the block is written whole; buffers fill completely before the next one
 /// starts, so only the last buffer of a round ends mid-block.
-fn stage(inner: &Inner, state: &mut State, segment_start: u64, position: u64, data: &[u8]) {
+fn stage(
+    inner: &Inner,
+    staging: &mut Staging<'_>,
+    segment_start: u64,
+    position: u64,
+    data: &[u8],
+    batch_remaining: usize,
+) {
     let mut position = position;
     let mut data = data;
     while !data.is_empty() {
-        let (needs_buffer, previous_capacity) = match state.staged.back() {
+        let (needs_buffer, previous_capacity) = match staging.staged.back() {
             Some(back) if back.segment_start == segment_start => {
                 assert_eq!(
                     back.file_position + back.buf.len() as u64,
@@ -1221,26 +1265,26 @@ fn stage(inner: &Inner, state: &mut State, segment_start: u64, position: u64, da
             let lead = (position - aligned) as usize;
             if lead > 0 {
                 assert_eq!(
-                    lead, state.tail_len,
+                    lead, staging.tail_len,
                     "the tail block holds the partial block"
                 );
             }
-            // Grow geometrically along a round so many small appends do not make many small
-            // buffers; never beyond the configured maximum.
-            let wanted = (lead + data.len())
+            // Sized for the rest of the batch, and growing geometrically along a round so many
+            // small appends do not make many small buffers; never beyond the configured maximum.
+            let wanted = (lead + batch_remaining.max(data.len()))
                 .max(previous_capacity * 2)
                 .checked_next_power_of_two()
                 .unwrap_or(usize::MAX)
                 .clamp(MIN_WRITE_BUFFER_BYTES, inner.config.write_buffer_bytes);
             let mut buf = inner.pool.acquire(wanted);
-            buf.append(&state.tail[..lead]);
-            state.staged.push_back(Staged {
+            buf.append(&staging.tail[..lead]);
+            staging.staged.push_back(Staged {
                 segment_start,
                 file_position: aligned,
                 buf,
             });
         }
-        let back = state.staged.back_mut().expect("just ensured");
+        let back = staging.staged.back_mut().expect("just ensured");
         let take = data.len().min(back.buf.remaining());
         back.buf.append(&data[..take]);
         data = &data[take..];
