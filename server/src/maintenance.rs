@@ -16,7 +16,7 @@ pub fn spawn_periodic_tasks(shard: &Rc<Shard>) {
             while !shard.is_shutting_down() {
                 compio::time::sleep(period).await;
                 for partition in shard.local_partitions() {
-                    if let Err(error) = partition.storage.flush(false).await {
+                    if let Err(error) = partition.storage().flush(false).await {
                         tracing::warn!(partition = %partition.key, %error, "periodic flush failed");
                     }
                     partition.refresh_counters();
@@ -45,7 +45,7 @@ pub fn spawn_periodic_tasks(shard: &Rc<Shard>) {
 async fn clean(shard: &Shard) {
     let now = crate::time::now_micros();
     for partition in shard.local_partitions() {
-        match partition.storage.apply_retention(now).await {
+        match partition.storage().apply_retention(now).await {
             Ok(outcome) if outcome.segments_deleted > 0 => {
                 tracing::info!(partition = %partition.key, segments = outcome.segments_deleted, "deleted expired segments");
             }
@@ -72,7 +72,7 @@ async fn clean(shard: &Shard) {
                 .1
         };
         while topic_size() > max_size {
-            match partition.storage.delete_oldest_segments(1).await {
+            match partition.storage().delete_oldest_segments(1).await {
                 Ok(0) => break,
                 Ok(_) => {
                     partition.refresh_counters();

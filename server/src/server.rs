@@ -406,7 +406,7 @@ fn shard_main(
         let partitions = shard.local_partitions();
         let count = partitions.len();
         for partition in partitions {
-            if let Err(error) = partition.storage.close().await {
+            if let Err(error) = partition.storage().close().await {
                 tracing::error!(partition = %partition.key, %error, "cannot flush partition at shutdown");
             }
         }

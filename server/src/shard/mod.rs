@@ -235,7 +235,7 @@ impl Shard {
     pub async fn close_partition(&self, key: PartitionKey, delete: bool) -> Result<(), ErrorCode> {
         let partition = self.partitions.borrow_mut().remove(&key);
         if let Some(partition) = partition
-            && let Err(error) = partition.storage.close().await
+            && let Err(error) = partition.storage().close().await
         {
             tracing::warn!(partition = %key, %error, "error closing partition");
         }

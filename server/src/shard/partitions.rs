@@ -35,7 +35,9 @@ pub fn stream_dir(data: &Path, stream_id: u32) -> PathBuf {
 /// One owned partition.
 pub struct LocalPartition {
     pub key: PartitionKey,
-    pub storage: Rc<storage::Partition>,
+    /// Replaced as a whole by a purge, which restarts the log at offset 0.
+    storage: RefCell<Rc<storage::Partition>>,
+    pool: Rc<BufferPool>,
     pub counters: Arc<PartitionCounters>,
     offsets: RefCell<HashMap<ConsumerKey, u64>>,
     dir: PathBuf,
@@ -77,7 +79,7 @@ impl LocalPartition {
             })
             .unwrap_or(false);
         let storage = if has_segments {
-            let (partition, report) = storage::Partition::open(dir.clone(), config, pool)
+            let (partition, report) = storage::Partition::open(dir.clone(), config, pool.clone())
                 .await
                 .map_err(storage_error)?;
             if report.truncated_log_bytes > 0 || report.repaired_segments > 0 {
@@ -89,7 +91,7 @@ impl LocalPartition {
                 tracing::error!(partition = %key, %error, "cannot create partition directory");
                 ErrorCode::CannotCreatePartitionDirectory
             })?;
-            storage::Partition::create(dir.clone(), config, pool)
+            storage::Partition::create(dir.clone(), config, pool.clone())
                 .await
                 .map_err(storage_error)?
         };
@@ -98,7 +100,8 @@ impl LocalPartition {
         published.writes = Default::default();
         let partition = LocalPartition {
             key,
-            storage: Rc::new(storage),
+            storage: RefCell::new(Rc::new(storage)),
+            pool,
             counters,
             offsets: RefCell::new(HashMap::new()),
             dir,
@@ -110,8 +113,46 @@ impl LocalPartition {
         Ok(partition)
     }
 
+    /// The partition's storage (an `Rc`, so an operation keeps using the log it started on even
+    /// if a purge replaces it meanwhile).
+    pub fn storage(&self) -> Rc<storage::Partition> {
+        self.storage.borrow().clone()
+    }
+
+    /// Removes every message and restarts the log at offset 0, as upstream's purge does:
+    /// the current log is closed, its segment files deleted and a fresh one created. Consumer
+    /// offsets are cleared by the caller. An append racing the purge fails with the closed
+    /// log's error rather than landing in either log.
+    async fn purge_log(&self) -> Result<(), ErrorCode> {
+        let old = self.storage();
+        let config = old.config().clone();
+        old.close().await.map_err(storage_error)?;
+        let entries = std::fs::read_dir(&self.dir).map_err(|error| {
+            tracing::error!(partition = %self.key, %error, "cannot list partition directory for purge");
+            ErrorCode::CannotReadPartitions
+        })?;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.ends_with(".log") || name.ends_with(".index") || name == "clean_shutdown" {
+                std::fs::remove_file(entry.path()).map_err(|error| {
+                    tracing::error!(partition = %self.key, %error, file = %name, "cannot delete segment file for purge");
+                    ErrorCode::SegmentNotFound
+                })?;
+            }
+        }
+        let fresh = storage::Partition::create(self.dir.clone(), config, self.pool.clone())
+            .await
+            .map_err(storage_error)?;
+        let mut published = fresh.stats();
+        published.writes = Default::default();
+        self.published.set(published);
+        *self.storage.borrow_mut() = Rc::new(fresh);
+        Ok(())
+    }
+
     fn load_offsets(&self) {
-        let current = self.storage.current_offset();
+        let current = self.storage().current_offset();
         for (kind, make) in [
             ("consumers", ConsumerKey::Consumer as fn(u32) -> ConsumerKey),
             ("groups", ConsumerKey::Group),
@@ -146,7 +187,7 @@ impl LocalPartition {
     /// Publishes the storage's figures to the shared counters and the writer's counters
     /// (group-commit rounds, syncs) to the shard's metrics.
     pub fn refresh_counters(&self) {
-        let stats = self.storage.stats();
+        let stats = self.storage().stats();
         self.publish_writes(stats);
         self.counters
             .messages_count
@@ -158,7 +199,9 @@ impl LocalPartition {
             .segments_count
             .store(stats.segments_count, Ordering::Relaxed);
         self.counters.next_offset.store(
-            self.storage.current_offset().map_or(0, |offset| offset + 1),
+            self.storage()
+                .current_offset()
+                .map_or(0, |offset| offset + 1),
             Ordering::Relaxed,
         );
     }
@@ -188,7 +231,7 @@ impl LocalPartition {
 
     /// Publishes the writer's counters without refreshing the shared partition figures.
     pub fn publish_write_counters(&self) {
-        self.publish_writes(self.storage.stats());
+        self.publish_writes(self.storage().stats());
     }
 
     pub async fn execute(&self, op: DataOp) -> DataResult {
@@ -197,12 +240,12 @@ impl LocalPartition {
                 let timestamp = crate::time::now_micros();
                 let messages = u64::from(batch.count());
                 let started = std::time::Instant::now();
-                self.storage
+                self.storage()
                     .append(batch, timestamp)
                     .await
                     .map_err(storage_error)?;
                 let metrics = &self.metrics;
-                metrics.record_ack(self.storage.config().ack_mode, started.elapsed());
+                metrics.record_ack(self.storage().config().ack_mode, started.elapsed());
                 metrics.appends.inc();
                 metrics.appended_messages.add(messages);
                 self.counters.appends.inc();
@@ -224,24 +267,24 @@ impl LocalPartition {
                 Ok(DataReply::Polled(polled))
             }
             DataOp::Flush { fsync } => {
-                self.storage.flush(fsync).await.map_err(storage_error)?;
+                self.storage().flush(fsync).await.map_err(storage_error)?;
                 Ok(DataReply::Done)
             }
             DataOp::DeleteSegments { count } => {
-                self.storage
+                self.storage()
                     .delete_oldest_segments(count)
                     .await
                     .map_err(storage_error)?;
                 Ok(DataReply::Done)
             }
             DataOp::Purge => {
-                self.storage.purge().await.map_err(storage_error)?;
+                self.purge_log().await?;
                 self.offsets.borrow_mut().clear();
                 let _ = std::fs::remove_dir_all(self.dir.join("offsets"));
                 Ok(DataReply::Done)
             }
             DataOp::StoreOffset { consumer, offset } => {
-                let Some(current) = self.storage.current_offset() else {
+                let Some(current) = self.storage().current_offset() else {
                     return Err(ErrorCode::InvalidOffset);
                 };
                 if offset > current {
@@ -299,7 +342,7 @@ impl LocalPartition {
         consumer: Option<ConsumerKey>,
         auto_commit: bool,
     ) -> Result<Polled, ErrorCode> {
-        let current = self.storage.current_offset();
+        let current = self.storage().current_offset();
         let mut polled = Polled {
             partition_id: self.key.partition_id,
             current_offset: current.unwrap_or(0),
@@ -311,12 +354,12 @@ impl LocalPartition {
         if count == 0 {
             return Ok(polled);
         }
-        let first = self.storage.first_offset();
+        let first = self.storage().first_offset();
         let start = match strategy.kind {
             PollingKind::Offset => strategy.value,
             PollingKind::Timestamp => {
                 match self
-                    .storage
+                    .storage()
                     .offset_for_timestamp(strategy.value)
                     .await
                     .map_err(storage_error)?
@@ -338,7 +381,7 @@ impl LocalPartition {
             return Ok(polled);
         }
         let read = self
-            .storage
+            .storage()
             .read(start.max(first), count)
             .await
             .map_err(storage_error)?;
