@@ -695,7 +695,27 @@ fn bad_input_and_misuse_return_errors() {
             Err(StorageError::InvalidBatch(_))
         ));
         assert_eq!(partition.next_offset(), 0);
+        // A bad message after good ones: the good ones were already stamped and staged, and
+        // must be taken back so the next batch lands where the failed one would have.
+        partition.append(batch(0, 3, 100), 1).await.unwrap();
+        let mixed = MessageBatch::from_messages(&[
+            OutgoingMessage::new(vec![1u8; 100]),
+            OutgoingMessage::new(vec![0u8; 64_000_001]),
+        ]);
+        assert!(matches!(
+            partition.append(mixed, 1).await,
+            Err(StorageError::InvalidBatch(_))
+        ));
+        assert_eq!(partition.next_offset(), 3);
+        partition.append(batch(3, 2, 100), 1).await.unwrap();
+        assert_messages(&partition.read(0, 10).await.unwrap(), 0, 5, 100);
         partition.close().await.unwrap();
+        let (reopened, report) = Partition::open(dir.clone(), PartitionConfig::default(), pool())
+            .await
+            .unwrap();
+        assert_eq!(report.truncated_bytes(), 0);
+        assert_messages(&reopened.read(0, 10).await.unwrap(), 0, 5, 100);
+        reopened.close().await.unwrap();
         assert!(matches!(
             partition.append(batch(0, 1, 1), 1).await,
             Err(StorageError::Closed)
