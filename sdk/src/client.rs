@@ -391,6 +391,8 @@ impl Client {
             match outcome {
                 Ok(connection) => {
                     self.inner.connection_epoch.fetch_add(1, Ordering::AcqRel);
+                    // Clients used without an explicit connect() get heartbeats too.
+                    self.start_heartbeat();
                     return Ok(connection);
                 }
                 Err(source) => {
