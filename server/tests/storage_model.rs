@@ -195,7 +195,7 @@ fn run_case(mode: AckMode, segment_size_bytes: u64, ops: Vec<Op>) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
     fn reads_always_equal_the_model(
