@@ -338,6 +338,12 @@ impl Partition {
         if !list_segments(&dir)?.is_empty() {
             return Err(StorageError::AlreadyExists(dir));
         }
+        // A marker left from an earlier partition in this directory must not vouch for ours.
+        match std::fs::remove_file(dir.join(CLEAN_SHUTDOWN_MARKER)) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(StorageError::io(IoOperation::Remove, &dir, error)),
+        }
         let files = SegmentFiles::open(&dir, 0, true).await?;
         sync_directory(&dir).await?;
         if let Some(parent) = dir.parent() {
