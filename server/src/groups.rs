@@ -4,10 +4,12 @@
 //! membership is runtime state, as upstream: it lives here, shared by all shards, and ends when
 //! a session leaves or disconnects.
 //!
-//! **Rebalance rule.** Members are kept in join order; after every change (join, leave,
-//! disconnect, the topic's partition count changing) partition `p` goes to member `p mod m`.
-//! Every reassignment of a group happens in one step under that group's map entry, so two members
-//! never own the same partition at the same time. Offsets are stored per group, not per member,
+//! **Rebalance rule.** After every change (join, leave, disconnect, the topic's partition count
+//! changing) each of the `m` members gets `n / m` or `n / m + 1` of the `n` partitions. The
+//! assignment is sticky: members keep what they hold up to their share, only the surplus of
+//! members over their share and the partitions of departed members move, lowest partition ids
+//! to the members with the fewest. Every reassignment of a group happens in one step under that
+//! group's map entry, so two members never own the same partition at the same time. Offsets are stored per group, not per member,
 //! so a partition's new owner continues where the previous one committed.
 
 use dashmap::DashMap;
@@ -37,19 +39,50 @@ struct Membership {
 }
 
 impl Membership {
+    /// Sticky, even assignment: members keep the partitions they have where the even split
+    /// allows, and only the surplus moves, so a join or leave moves as few partitions (and
+    /// causes as few re-reads of uncommitted messages) as possible.
     fn rebalance(&mut self) {
-        for member in &mut self.members {
-            member.partitions.clear();
-            member.cursor = 0;
-        }
-        let count = self.members.len() as u32;
-        if count == 0 {
+        let partitions_count = self.partitions_count;
+        let members = self.members.len();
+        if members == 0 {
             return;
         }
-        for partition in 0..self.partitions_count {
-            self.members[(partition % count) as usize]
+        let base = partitions_count as usize / members;
+        let extra = partitions_count as usize % members;
+        // The members already holding the most keep the larger shares.
+        let mut order: Vec<usize> = (0..members).collect();
+        order.sort_by_key(|&index| std::cmp::Reverse(self.members[index].partitions.len()));
+        let mut target = vec![base; members];
+        for &index in order.iter().take(extra) {
+            target[index] += 1;
+        }
+        let mut owned = vec![false; partitions_count as usize];
+        for (index, member) in self.members.iter_mut().enumerate() {
+            member
                 .partitions
-                .push(partition);
+                .retain(|&partition| partition < partitions_count);
+            member.partitions.sort_unstable();
+            member.partitions.truncate(target[index]);
+            for &partition in &member.partitions {
+                owned[partition as usize] = true;
+            }
+        }
+        // Unowned partitions, highest first, so `pop` hands out the lowest ids first.
+        let mut free: Vec<u32> = (0..partitions_count)
+            .rev()
+            .filter(|&partition| !owned[partition as usize])
+            .collect();
+        for (index, member) in self.members.iter_mut().enumerate() {
+            while member.partitions.len() < target[index] {
+                member
+                    .partitions
+                    .push(free.pop().expect("targets add up to the partition count"));
+            }
+            member.partitions.sort_unstable();
+            if member.cursor >= member.partitions.len() {
+                member.cursor = 0;
+            }
         }
     }
 
@@ -276,6 +309,38 @@ mod tests {
         assert_eq!(groups.members(&KEY), vec![(30, (0..6).collect())]);
         groups.set_partitions_count(0, 0, 2);
         assert_eq!(groups.members(&KEY), vec![(30, vec![0, 1])]);
+    }
+
+    #[test]
+    fn rebalancing_moves_only_what_it_must() {
+        let groups = ConsumerGroups::default();
+        groups.register(KEY, 6);
+        groups.join(&KEY, 1).unwrap();
+        groups.join(&KEY, 2).unwrap();
+        let before: std::collections::BTreeMap<u32, Vec<u32>> =
+            groups.members(&KEY).into_iter().collect();
+        groups.join(&KEY, 3).unwrap();
+        let after: std::collections::BTreeMap<u32, Vec<u32>> =
+            groups.members(&KEY).into_iter().collect();
+        // The newcomer takes one partition from each; the others keep two of their three.
+        for client in [1, 2] {
+            assert_eq!(after[&client].len(), 2);
+            assert!(
+                after[&client].iter().all(|p| before[&client].contains(p)),
+                "{before:?} -> {after:?}"
+            );
+        }
+        assert_eq!(owners(&groups), (0..6).collect::<Vec<_>>());
+        groups.leave(&KEY, 2).unwrap();
+        let last: std::collections::BTreeMap<u32, Vec<u32>> =
+            groups.members(&KEY).into_iter().collect();
+        for client in [1, 3] {
+            assert!(
+                after[&client].iter().all(|p| last[&client].contains(p)),
+                "{after:?} -> {last:?}"
+            );
+        }
+        assert_eq!(owners(&groups), (0..6).collect::<Vec<_>>());
     }
 
     #[test]
