@@ -72,9 +72,22 @@ impl fmt::Debug for ShortString {
     }
 }
 
+impl ShortString {
+    /// A string of at most 255 bytes (longer is status 4).
+    pub fn new(value: impl Into<String>) -> Result<Self, DecodeError> {
+        let value = value.into();
+        if value.len() > 255 {
+            return Err(DecodeError::format("string longer than 255 bytes"));
+        }
+        Ok(ShortString(value))
+    }
+}
+
 impl Encode for ShortString {
     fn encode<B: BufMut>(&self, out: &mut B) {
-        debug_assert!(self.0.len() <= 255);
+        // A longer value would be cut to its low length byte and desynchronise the frame:
+        // build values with `ShortString::new`.
+        assert!(self.0.len() <= 255, "ShortString of {} bytes cannot be encoded", self.0.len());
         out.put_u8(self.0.len() as u8);
         out.put_slice(self.0.as_bytes());
     }
