@@ -87,7 +87,11 @@ impl Encode for ShortString {
     fn encode<B: BufMut>(&self, out: &mut B) {
         // A longer value would be cut to its low length byte and desynchronise the frame:
         // build values with `ShortString::new`.
-        assert!(self.0.len() <= 255, "ShortString of {} bytes cannot be encoded", self.0.len());
+        assert!(
+            self.0.len() <= 255,
+            "ShortString of {} bytes cannot be encoded",
+            self.0.len()
+        );
         out.put_u8(self.0.len() as u8);
         out.put_slice(self.0.as_bytes());
     }
