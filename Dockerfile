@@ -62,13 +62,15 @@ RUN iggy-server --version && iggy --version
 # a random password is generated and printed once in the log.
 ENV IGGY_CONFIG_PATH=/etc/iggy/server.toml \
     IGGY_SYSTEM_PATH=/data \
-    IGGY_TCP_ADDRESS=0.0.0.0:8090
+    IGGY_TCP_ADDRESS=0.0.0.0:8090 \
+    IGGY_HTTP_ADDRESS=0.0.0.0:3000
 # Metadata and partition logs. Segment files are written with O_DIRECT: keep /data on a volume or
 # bind mount (ext4, xfs), not on the container's overlay layer.
 VOLUME ["/data"]
 # 8090/tcp: Iggy's binary protocol over TCP. 8080/udp: QUIC, reserved; the server does not serve
-# QUIC yet, so publishing it has no effect for now.
-EXPOSE 8090/tcp 8080/udp
+# QUIC yet, so publishing it has no effect for now. 3000/tcp: the operators' HTTP endpoint
+# (/metrics, /ping, /stats; no authentication: publish it only on a private address).
+EXPOSE 8090/tcp 8080/udp 3000/tcp
 USER iggy:iggy
 WORKDIR /data
 # SIGTERM (docker stop) drains connections and flushes partitions before exiting.

@@ -178,7 +178,7 @@ command -v cargo >/dev/null 2>&1 || fail "cargo is not on PATH"
 cargo build --release --locked -p rill-server -p rill-cli || fail "cargo build --release failed"
 cli="$root/target/release/iggy"
 official="${CARGO_HOME:-$HOME/.cargo}/bin/iggy"
-if ! [[ -x $official ]] || ! "$official" --version 2>/dev/null | grep -q '^iggy-cli'; then
+if ! [[ -x $official ]] || [[ $("$official" --version 2>/dev/null) != iggy-cli* ]]; then
     official=""
 fi
 
@@ -206,10 +206,12 @@ uid=$(docker run --rm --entrypoint id "$image" -u)
 [[ $uid != 0 ]] || fail "the container runs as root"
 [[ $(inspect '{{json .Config.Volumes}}') == *'"/data"'* ]] || fail "/data is not a volume"
 ports=$(inspect '{{json .Config.ExposedPorts}}')
-[[ $ports == *'"8090/tcp"'* && $ports == *'"8080/udp"'* ]] || fail "exposed ports are $ports"
+[[ $ports == *'"8090/tcp"'* && $ports == *'"8080/udp"'* && $ports == *'"3000/tcp"'* ]] ||
+    fail "exposed ports are $ports"
 env=$(inspect '{{json .Config.Env}}')
-[[ $env == *'"IGGY_TCP_ADDRESS=0.0.0.0:8090"'* && $env == *'"IGGY_SYSTEM_PATH=/data"'* ]] ||
-    fail "the image does not set IGGY_TCP_ADDRESS/IGGY_SYSTEM_PATH: $env"
+[[ $env == *'"IGGY_TCP_ADDRESS=0.0.0.0:8090"'* && $env == *'"IGGY_SYSTEM_PATH=/data"'* &&
+    $env == *'"IGGY_HTTP_ADDRESS=0.0.0.0:3000"'* ]] ||
+    fail "the image does not set IGGY_TCP_ADDRESS/IGGY_HTTP_ADDRESS/IGGY_SYSTEM_PATH: $env"
 docker run --rm --entrypoint cat "$image" /etc/iggy/server.toml | cmp -s - configs/server.toml ||
     fail "/etc/iggy/server.toml in the image differs from configs/server.toml"
 say "image: runs as uid $uid, volume /data, ports $ports, IGGY_* env, configs/server.toml inside"
@@ -236,15 +238,19 @@ run_server() {
     local name=$1 volume=$2
     shift 2
     containers+=("$name")
-    docker run -d --name "$name" -v "$volume:/data" -p 127.0.0.1::8090/tcp \
+    docker run -d --name "$name" -v "$volume:/data" -p 127.0.0.1::8090/tcp -p 127.0.0.1::3000/tcp \
         -e IGGY_ROOT_USERNAME="$user" -e IGGY_ROOT_PASSWORD="$password" \
         "$@" "$image" >/dev/null
 }
 
+# host_port CONTAINER [PORT]: the loopback host port that PORT (default 8090/tcp) is published on.
 host_port() {
     local mapping
-    mapping=$(docker port "$1" 8090/tcp | head -1) && echo "${mapping##*:}"
+    mapping=$(docker port "$1" "${2:-8090/tcp}" | head -1) && echo "${mapping##*:}"
 }
+
+# http_get PORT PATH: body of an HTTP GET to the server's HTTP endpoint published on PORT.
+http_get() { curl -fsS --max-time 5 "http://127.0.0.1:$1$2"; }
 
 # iggy_cli PORT ARGS...: our CLI against the server published on PORT.
 iggy_cli() {
@@ -262,7 +268,7 @@ wait_for_server() {
             docker logs "$name" >&2 || true
             fail "container $name exited while starting"
         fi
-        if docker logs "$name" 2>&1 | grep -q "iggy-server is listening" &&
+        if [[ $(docker logs "$name" 2>&1) == *"iggy-server is listening"* ]] &&
             iggy_cli "$(host_port "$name")" ping >/dev/null 2>&1; then
             return 0
         fi
@@ -358,6 +364,15 @@ iggy_cli "$port" message send --partition-id 0 docker-test events "${messages[@]
     fail "message send failed"
 check_messages "$port" "$cli"
 say "sent ${#messages[@]} messages and polled them back with target/release/iggy"
+if command -v curl >/dev/null 2>&1; then
+    http_port=$(host_port "$run_id-1" 3000/tcp)
+    [[ $(http_get "$http_port" /ping) == pong* ]] || fail "GET /ping on the HTTP endpoint did not answer pong"
+    metrics=$(http_get "$http_port" /metrics) || fail "GET /metrics failed"
+    grep -q '^iggy_' <<<"$metrics" || fail "GET /metrics has no iggy_ series: $metrics"
+    say "HTTP endpoint published from the container: /ping answers pong, /metrics has iggy_* series"
+else
+    say "curl is not installed: HTTP endpoint check skipped"
+fi
 if [[ -n $official ]]; then
     check_messages "$port" "$official"
     say "polled them with the official iggy-cli too ($official)"
@@ -392,7 +407,7 @@ say "${compose[*]} up -d with docker/docker-compose.yml (project $compose_projec
 if ! (
     cd docker
     export COMPOSE_PROJECT_NAME=$compose_project IGGY_IMAGE=$image IGGY_PUBLISH_ADDRESS=127.0.0.1 \
-        IGGY_TCP_PORT="" IGGY_QUIC_PORT="" IGGY_MEMLOCK=$memlock IGGY_NOFILE=$nofile \
+        IGGY_TCP_PORT="" IGGY_QUIC_PORT="" IGGY_HTTP_PORT="" IGGY_MEMLOCK=$memlock IGGY_NOFILE=$nofile \
         IGGY_ROOT_USERNAME=$user IGGY_ROOT_PASSWORD=$password
     "${compose[@]}" up -d --no-build
 ) >"$work/compose.log" 2>&1; then
