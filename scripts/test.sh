@@ -26,4 +26,7 @@ if [[ -x scripts/fuzz.sh ]]; then
     scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
 fi
 
+step "Docker image and deployment (skipped without a Docker engine)"
+docker/test.sh
+
 step "all checks passed"

@@ -234,8 +234,11 @@ pub fn pin_current_thread(placement: ShardPlacement) -> Result<(), String> {
         .map_err(|error| format!("CPU {} cannot be pinned: {error}", placement.cpu))?;
     nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
         .map_err(|error| format!("cannot pin to CPU {}: {error}", placement.cpu))?;
-    if let Some(node) = placement.numa_node {
-        bind_memory_to_node(node)?;
+    if let Some(node) = placement.numa_node
+        && let Err(error) = bind_memory_to_node(node)
+    {
+        // Needs CAP_SYS_NICE in containers; without it memory is merely not node-local.
+        tracing::warn!(cpu = placement.cpu, node, %error, "cannot bind shard memory to its NUMA node; continuing");
     }
     Ok(())
 }
