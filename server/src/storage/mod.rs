@@ -96,10 +96,13 @@
 //!    files ahead (`fallocate`, growing in doubling steps up to `preallocate_chunk_bytes`: on
 //!    ext4 an O_DIRECT write that extends a file is partly handed to io_uring worker threads,
 //!    which steal another shard's core; an overwrite of allocated space completes inline),
-//!    and issues, concurrently, one vectored O_DIRECT write of the buffers, one write of the
-//!    round's index entries (with the index's own partial block), and in fsync mode the
-//!    fdatasync of the previous round. Rounds of one partition are sequential (each rewrites
-//!    the previous round's tail block); partitions are independent.
+//!    and issues, concurrently, one vectored O_DIRECT write of the buffers and, in fsync mode,
+//!    the fdatasync of the previous round. Rounds of one partition are sequential (each
+//!    rewrites the previous round's tail block); partitions are independent. The index
+//!    entries of an unsealed segment stay in memory (reads use them there) and are written
+//!    when the segment is sealed or the partition closed: writing them every round cost a
+//!    second write and a second extent conversion per round, and after a crash recovery
+//!    validates the whole active segment and rebuilds its index anyway.
 //! 3. When a segment reaches `segment_size_bytes` an append rotates to a new segment first
 //!    (a batch never spans segments). The writer creates the new files (and fsyncs the
 //!    directory), writes the old segment's remaining data, then seals it: truncate both files

@@ -175,6 +175,10 @@ struct Segment {
     /// Covered by completed writes.
     written_count: u64,
     written_len: u64,
+    /// Index entries in the `.index` file. Unsealed segments keep their index in memory and
+    /// write it when they are sealed or closed (after a crash recovery rebuilds it from the
+    /// log anyway), so rounds write only the log.
+    index_persisted: u64,
     last_timestamp: u64,
     /// Present until the segment is sealed; sealed segments read their index from disk.
     index: Option<MemoryIndex>,
@@ -190,6 +194,7 @@ impl Segment {
             accepted_len: 0,
             written_count: 0,
             written_len: 0,
+            index_persisted: 0,
             last_timestamp: 0,
             index: Some(MemoryIndex::new()),
         }
@@ -261,6 +266,12 @@ impl State {
         self.segments
             .back()
             .expect("a partition always has an active segment")
+    }
+
+    fn active_index_persisted(&mut self, count: u64) {
+        if let Some(active) = self.segments.back_mut() {
+            active.index_persisted = count;
+        }
     }
 
     fn segment_mut(&mut self, start_offset: u64) -> Option<&mut Segment> {
@@ -411,6 +422,7 @@ impl Partition {
                     accepted_len: summary.len,
                     written_count: summary.count,
                     written_len: summary.len,
+                    index_persisted: summary.count,
                     last_timestamp: summary.last_timestamp,
                     index: None,
                 });
@@ -462,6 +474,7 @@ impl Partition {
                 accepted_len: recovered.len,
                 written_count: recovered.count,
                 written_len: recovered.len,
+                index_persisted: recovered.count,
                 last_timestamp: recovered.last_timestamp,
                 index: recovered.index,
             });
@@ -1305,11 +1318,35 @@ struct Round {
     buffers: Vec<PooledBuf>,
     log_position: u64,
     log_end: u64,
-    index_buf: PooledBuf,
-    index_position: u64,
     end_count: u64,
     end_offset: u64,
     bytes: u64,
+}
+
+/// Index entries not yet in the `.index` file, from the block holding the first of them.
+struct IndexWrite {
+    buf: PooledBuf,
+    position: u64,
+}
+
+/// Prepares the write of a segment's index entries `[index_persisted, written_count)`.
+fn index_write(inner: &Inner, segment: &Segment) -> Option<IndexWrite> {
+    let index = segment.index.as_ref()?;
+    let end = segment.written_count as usize;
+    if segment.index_persisted as usize >= end {
+        return None;
+    }
+    let first =
+        align_down(segment.index_persisted * INDEX_ENTRY_SIZE as u64) as usize / INDEX_ENTRY_SIZE;
+    let bytes = (end - first) * INDEX_ENTRY_SIZE;
+    let mut buf = inner.pool.acquire(bytes);
+    buf.set_filled(bytes);
+    index.copy_encoded(first, end, &mut buf.whole_mut()[..bytes]);
+    buf.pad_to_block();
+    Some(IndexWrite {
+        buf,
+        position: (first * INDEX_ENTRY_SIZE) as u64,
+    })
 }
 
 struct SyncJob {
@@ -1326,8 +1363,9 @@ enum Action {
         files: Rc<SegmentFiles>,
         len: u64,
         count: u64,
+        index: Option<IndexWrite>,
     },
-    Shutdown(Option<(Rc<SegmentFiles>, u64, u64)>),
+    Shutdown(Option<(Rc<SegmentFiles>, u64, u64, Option<IndexWrite>)>),
     Idle,
     Exit,
 }
@@ -1376,7 +1414,8 @@ async fn writer_loop(inner: Rc<Inner>) {
                 files,
                 len,
                 count,
-            } => seal_segment(&inner, segment_start, &files, len, count).await,
+                index,
+            } => seal_segment(&inner, segment_start, &files, len, count, index).await,
             Action::Shutdown(active) => {
                 let result = shutdown(&inner, active).await;
                 if result.is_ok() {
@@ -1434,7 +1473,7 @@ fn decide(inner: &Inner, state: &mut State) -> Action {
             || state.closing;
         if write_now {
             let sync = sync_wanted(state).then(|| take_sync_job(state));
-            return Action::Write(take_round(inner, state), sync);
+            return Action::Write(take_round(state), sync);
         }
     }
     if sync_wanted(state) {
@@ -1451,6 +1490,7 @@ fn decide(inner: &Inner, state: &mut State) -> Action {
                 files: Rc::clone(files),
                 len: segment.written_len,
                 count: segment.written_count,
+                index: index_write(inner, segment),
             };
         }
     }
@@ -1459,12 +1499,14 @@ fn decide(inner: &Inner, state: &mut State) -> Action {
     }
     if state.closing {
         let active = state.active();
-        return Action::Shutdown(
-            active
-                .files
-                .clone()
-                .map(|files| (files, active.written_len, active.written_count)),
-        );
+        return Action::Shutdown(active.files.clone().map(|files| {
+            (
+                files,
+                active.written_len,
+                active.written_count,
+                index_write(inner, active),
+            )
+        }));
     }
     Action::Idle
 }
@@ -1488,7 +1530,7 @@ fn recycle_sync_files(state: &mut State, mut files: Vec<Rc<SegmentFiles>>) {
 /// Takes every staged buffer of the oldest staged segment and prepares the matching index
 /// write. All of that segment's accepted data is staged (accepts copy synchronously), so the
 /// round ends at the segment's accepted end.
-fn take_round(inner: &Inner, state: &mut State) -> Round {
+fn take_round(state: &mut State) -> Round {
     let segment_start = state.staged.front().expect("staged data").segment_start;
     let mut buffers = std::mem::take(&mut state.spare_round_buffers);
     let log_position = state.staged.front().expect("staged data").file_position;
@@ -1530,22 +1572,7 @@ fn take_round(inner: &Inner, state: &mut State) -> Round {
             .as_ref()
             .expect("files created before writing"),
     );
-    let index = segment
-        .index
-        .as_ref()
-        .expect("unsealed segments keep their index");
-    let first_entry =
-        align_down(segment.written_count * INDEX_ENTRY_SIZE as u64) as usize / INDEX_ENTRY_SIZE;
     let end_count = segment.accepted_count;
-    let entry_bytes = (end_count as usize - first_entry) * INDEX_ENTRY_SIZE;
-    let mut index_buf = inner.pool.acquire(entry_bytes);
-    index_buf.set_filled(entry_bytes);
-    index.copy_encoded(
-        first_entry,
-        end_count as usize,
-        &mut index_buf.whole_mut()[..entry_bytes],
-    );
-    index_buf.pad_to_block();
     let bytes = log_end - segment.written_len;
     let messages = end_count - segment.written_count;
     let end_offset = segment.end_offset();
@@ -1558,8 +1585,6 @@ fn take_round(inner: &Inner, state: &mut State) -> Round {
         buffers,
         log_position,
         log_end,
-        index_buf,
-        index_position: (first_entry * INDEX_ENTRY_SIZE) as u64,
         end_count,
         end_offset,
         bytes,
@@ -1577,28 +1602,16 @@ async fn write_round(
         buffers,
         log_position,
         log_end,
-        index_buf,
-        index_position,
         end_count,
         end_offset,
         bytes,
     } = round;
     let config = &inner.config;
-    let index_end = end_count * INDEX_ENTRY_SIZE as u64;
-    let preallocated = files
-        .log
-        .preallocate(
-            align_up(log_end),
-            config.preallocate_chunk_bytes,
-            config.segment_size_bytes,
-        )
-        .and_then(|()| {
-            files.index.preallocate(
-                align_up(index_end),
-                (config.preallocate_chunk_bytes / 4).max(BLOCK_SIZE as u64),
-                config.segment_size_bytes / 4,
-            )
-        });
+    let preallocated = files.log.preallocate(
+        align_up(log_end),
+        config.preallocate_chunk_bytes,
+        config.segment_size_bytes,
+    );
     if let Err(error) = preallocated {
         if let Some(job) = sync {
             recycle_sync_files(&mut inner.state.borrow_mut(), job.files);
@@ -1611,12 +1624,9 @@ async fn write_round(
             None => Ok(()),
         }
     };
-    let ((log_result, mut buffers), ((index_result, _index_buf), sync_result)) = join2(
+    let ((log_result, mut buffers), sync_result) = join2(
         files.log.write_all_vectored(buffers, log_position),
-        join2(
-            files.index.write_all_at(index_buf, 0, index_position),
-            sync_future,
-        ),
+        sync_future,
     )
     .await;
     let mut state = inner.state.borrow_mut();
@@ -1629,7 +1639,6 @@ async fn write_round(
         recycle_sync_files(&mut state, job.files);
     }
     log_result?;
-    index_result?;
     sync_result?;
     let segment = state
         .segment_mut(segment_start)
@@ -1673,13 +1682,23 @@ async fn create_segment_files(inner: &Inner, start_offset: u64) -> Result<(), St
     Ok(())
 }
 
+/// Writes index entries that are only in memory.
+async fn write_index(files: &SegmentFiles, index: Option<IndexWrite>) -> Result<(), StorageError> {
+    match index {
+        Some(IndexWrite { buf, position }) => files.index.write_all_at(buf, 0, position).await.0,
+        None => Ok(()),
+    }
+}
+
 async fn seal_segment(
     inner: &Inner,
     segment_start: u64,
     files: &SegmentFiles,
     len: u64,
     count: u64,
+    index: Option<IndexWrite>,
 ) -> Result<(), StorageError> {
+    write_index(files, index).await?;
     files.log.truncate(len).await?;
     files
         .index
@@ -1691,15 +1710,18 @@ async fn seal_segment(
     if let Some(segment) = state.segment_mut(segment_start) {
         segment.sealed = true;
         segment.index = None;
+        segment.index_persisted = count;
     }
     Ok(())
 }
 
 async fn shutdown(
     inner: &Inner,
-    active: Option<(Rc<SegmentFiles>, u64, u64)>,
+    active: Option<(Rc<SegmentFiles>, u64, u64, Option<IndexWrite>)>,
 ) -> Result<(), StorageError> {
-    if let Some((files, len, count)) = active {
+    if let Some((files, len, count, index)) = active {
+        write_index(&files, index).await?;
+        inner.state.borrow_mut().active_index_persisted(count);
         files.log.truncate(len).await?;
         files
             .index
