@@ -25,6 +25,30 @@ thread_local! {
     /// Unit tests make this thread's opens behave like a filesystem without O_DIRECT (tmpfs
     /// accepts O_DIRECT since Linux 6.6, so it no longer exercises the fallback).
     pub(crate) static REFUSE_DIRECT_IO: Cell<bool> = const { Cell::new(false) };
+    /// Fault injection: the log write after this many more succeeds fails with EIO.
+    pub(crate) static FAIL_LOG_WRITE_AFTER: Cell<Option<u32>> = const { Cell::new(None) };
+}
+
+/// Whether fault injection makes this write fail (always false outside unit tests).
+fn injected_write_failure() -> bool {
+    #[cfg(test)]
+    {
+        FAIL_LOG_WRITE_AFTER.with(|countdown| match countdown.get() {
+            Some(0) => {
+                countdown.set(None);
+                true
+            }
+            Some(remaining) => {
+                countdown.set(Some(remaining - 1));
+                false
+            }
+            None => false,
+        })
+    }
+    #[cfg(not(test))]
+    {
+        false
+    }
 }
 
 fn refuse_direct_io_for_tests() -> bool {
@@ -199,6 +223,13 @@ impl DirectFile {
         position: u64,
     ) -> (Result<(), StorageError>, Vec<PooledBuf>) {
         let total: usize = buffers.iter().map(|buf| buf.len()).sum();
+        if injected_write_failure() {
+            let error = io::Error::from_raw_os_error(libc::EIO);
+            return (
+                Err(StorageError::io(IoOperation::Write, &self.path, error)),
+                buffers,
+            );
+        }
         let mut file = &self.file;
         let BufResult(result, mut buffers) = file.write_vectored_at(buffers, position).await;
         let written = match result {

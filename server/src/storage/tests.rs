@@ -805,3 +805,48 @@ fn delete_removes_the_directory() {
     });
     assert!(!dir.exists());
 }
+
+#[test]
+fn a_failed_write_fails_its_appends_stops_writes_and_reopen_recovers() {
+    // Fault injection: the third log write fails with EIO. The appends it carried fail, later
+    // appends are refused, reads still serve what was written, and reopening recovers exactly
+    // the acknowledged messages.
+    let temp = tempfile::tempdir().unwrap();
+    let dir = dir_in(&temp);
+    run(async {
+        let partition = Partition::create(dir.clone(), config(AckMode::Written), pool())
+            .await
+            .unwrap();
+        file::FAIL_LOG_WRITE_AFTER.with(|countdown| countdown.set(Some(2)));
+        partition.append(batch(0, 5, 100), 1).await.unwrap();
+        partition.append(batch(5, 5, 100), 1).await.unwrap();
+        let error = partition.append(batch(10, 5, 100), 1).await.unwrap_err();
+        assert_eq!(
+            error.code(),
+            rill_core::ErrorCode::CannotAppendMessage,
+            "{error}"
+        );
+        let error = partition.append(batch(15, 5, 100), 1).await.unwrap_err();
+        assert!(matches!(error, StorageError::Failed(_)), "{error}");
+        assert!(error.to_string().contains("earlier failure"));
+        assert_messages(&partition.read(0, 100).await.unwrap(), 0, 10, 100);
+        assert_eq!(partition.current_offset(), Some(9));
+        assert!(partition.flush(true).await.is_err());
+        assert!(partition.close().await.is_err());
+        drop(partition);
+        let (partition, report) = Partition::open(dir.clone(), config(AckMode::Written), pool())
+            .await
+            .unwrap();
+        assert_eq!(report.next_offset, 10);
+        assert_messages(&partition.read(0, 100).await.unwrap(), 0, 10, 100);
+        assert_eq!(
+            partition
+                .append(batch(10, 5, 100), 1)
+                .await
+                .unwrap()
+                .first_offset,
+            10
+        );
+        partition.close().await.unwrap();
+    });
+}
