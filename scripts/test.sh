@@ -19,7 +19,7 @@ step "lints"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "tests"
-cargo test --workspace --locked
+cargo test --workspace --locked --no-fail-fast
 
 if [[ -x scripts/fuzz.sh ]]; then
     step "fuzzing (bounded)"

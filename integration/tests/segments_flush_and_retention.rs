@@ -252,12 +252,12 @@ async fn retention_deletes_expired_segments_and_keeps_topics_within_max_size() {
     // Proves: the retention timer deletes sealed segments older than the topic's message expiry
     // and the oldest sealed segments of a topic over its max size, leaves topics without limits
     // alone, and never loses the newest messages. How: three topics filled over 4 KiB segments
-    // with the cleaner running every second: expiry 2 s, max size 16 KiB, no limits.
+    // with the cleaner running every second: expiry 4 s, max size 16 KiB, no limits.
     let server = TestServer::start(small_segments());
     let client = root_client(&server).await;
     let stream = create_stream(&client, "retention").await;
     let s = id(stream);
-    let two_seconds = IggyExpiry::ExpireDuration(IggyDuration::from(Duration::from_secs(2)));
+    let four_seconds = IggyExpiry::ExpireDuration(IggyDuration::from(Duration::from_secs(4)));
     client
         .create_topic(
             &s,
@@ -265,7 +265,7 @@ async fn retention_deletes_expired_segments_and_keeps_topics_within_max_size() {
             1,
             CompressionAlgorithm::None,
             None,
-            two_seconds,
+            four_seconds,
             MaxTopicSize::ServerDefault,
         )
         .await
@@ -285,19 +285,19 @@ async fn retention_deletes_expired_segments_and_keeps_topics_within_max_size() {
         .expect("create bounded topic");
     create_topic(&client, stream, "kept", 1).await;
 
-    let mut sent = Vec::new();
-    for topic in 0..3u32 {
-        sent.push(
-            send_series(
-                &client,
-                &s,
-                &id(topic),
-                &Partitioning::partition_id(0),
-                (topic, 0, 600),
-                10,
-            )
-            .await,
-        );
+    // The expiring topic is filled last and checked at once, so that its first segments have
+    // not expired yet even on a slow, loaded machine.
+    let mut sent = vec![Vec::new(), Vec::new(), Vec::new()];
+    for topic in [2u32, 1, 0] {
+        sent[topic as usize] = send_series(
+            &client,
+            &s,
+            &id(topic),
+            &Partitioning::partition_id(0),
+            (topic, 0, 600),
+            10,
+        )
+        .await;
     }
     let expiring_before = partition_details(&client, stream, 0, 0).await;
     assert!(expiring_before.segments_count >= 4);
