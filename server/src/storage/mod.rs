@@ -166,8 +166,10 @@
 //! The active segment is never deleted. [`Partition::purge`] removes every message; offsets
 //! keep increasing from where they were (upstream Iggy restarts at 0 and clears consumer
 //! offsets; we keep offsets monotonic so an offset never names two different messages, and
-//! the server clears the consumer offsets it keeps). Readers holding a deleted segment's files
-//! finish on the unlinked inodes.
+//! the server clears the consumer offsets it keeps). The server's PurgeStream/PurgeTopic do
+//! not use it: for upstream compatibility they close the log, delete its files and create a
+//! fresh one starting at offset 0 (`shard/partitions.rs`). Readers holding a deleted segment's
+//! files finish on the unlinked inodes.
 //!
 //! # Invariants
 //!
