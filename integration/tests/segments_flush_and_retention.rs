@@ -287,7 +287,7 @@ async fn retention_deletes_expired_segments_and_keeps_topics_within_max_size() {
 
     // The expiring topic is filled last and checked at once, so that its first segments have
     // not expired yet even on a slow, loaded machine.
-    let mut sent = vec![Vec::new(), Vec::new(), Vec::new()];
+    let mut sent = [Vec::new(), Vec::new(), Vec::new()];
     for topic in [2u32, 1, 0] {
         sent[topic as usize] = send_series(
             &client,
