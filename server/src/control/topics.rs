@@ -177,6 +177,21 @@ impl ControlPlane {
         Ok(Vec::new())
     }
 
+    /// Resolves a topic: (stream id, topic id, partition count).
+    fn partitions_of(
+        &self,
+        stream_id: &rill_core::primitives::Identifier,
+        topic_id: &rill_core::primitives::Identifier,
+    ) -> Result<(u32, u32, u32), ErrorCode> {
+        self.metadata(|metadata| {
+            let stream = metadata
+                .stream(stream_id)
+                .ok_or(ErrorCode::StreamIdNotFound)?;
+            let topic = stream.topic(topic_id).ok_or(ErrorCode::TopicIdNotFound)?;
+            Ok((stream.id, topic.id, topic.partitions.len() as u32))
+        })?
+    }
+
     pub(super) async fn create_partitions(
         &mut self,
         user: &User,
@@ -185,15 +200,8 @@ impl ControlPlane {
         if request.partitions_count == 0 || request.partitions_count > MAX_PARTITIONS_PER_REQUEST {
             return Err(ErrorCode::TooManyPartitions);
         }
-        let (stream_id, topic_id, existing) = self.metadata(|metadata| {
-            let stream = metadata
-                .stream(&request.stream_id)
-                .ok_or(ErrorCode::StreamIdNotFound)?;
-            let topic = stream
-                .topic(&request.topic_id)
-                .ok_or(ErrorCode::TopicIdNotFound)?;
-            Ok::<_, ErrorCode>((stream.id, topic.id, topic.partitions.len() as u32))
-        })??;
+        let (stream_id, topic_id, existing) =
+            self.partitions_of(&request.stream_id, &request.topic_id)?;
         Self::require(user, Action::ManageTopic(stream_id, topic_id))?;
         let count = request.partitions_count;
         let created_at = crate::time::now_micros();
@@ -223,15 +231,8 @@ impl ControlPlane {
         if request.partitions_count == 0 {
             return Err(ErrorCode::TooManyPartitions);
         }
-        let (stream_id, topic_id, existing) = self.metadata(|metadata| {
-            let stream = metadata
-                .stream(&request.stream_id)
-                .ok_or(ErrorCode::StreamIdNotFound)?;
-            let topic = stream
-                .topic(&request.topic_id)
-                .ok_or(ErrorCode::TopicIdNotFound)?;
-            Ok::<_, ErrorCode>((stream.id, topic.id, topic.partitions.len() as u32))
-        })??;
+        let (stream_id, topic_id, existing) =
+            self.partitions_of(&request.stream_id, &request.topic_id)?;
         Self::require(user, Action::ManageTopic(stream_id, topic_id))?;
         let count = request.partitions_count;
         if count > existing {
