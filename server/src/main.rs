@@ -28,6 +28,27 @@ struct Args {
     /// Print the embedded default configuration and exit.
     #[arg(long)]
     print_default_config: bool,
+    /// Delete everything in the data directory (system.path) before starting, as upstream's
+    /// flag of the same name does. All streams, messages, users and offsets are lost.
+    #[arg(long)]
+    fresh: bool,
+}
+
+/// Empties the data directory for `--fresh`, refusing paths that cannot be a data directory.
+fn wipe_data_directory(path: &std::path::Path) -> Result<(), String> {
+    let absolute =
+        std::path::absolute(path).map_err(|error| format!("{}: {error}", path.display()))?;
+    if absolute.parent().is_none() || absolute.file_name().is_none() {
+        return Err(format!("--fresh refuses to delete {}", absolute.display()));
+    }
+    match std::fs::remove_dir_all(&absolute) {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(format!(
+            "--fresh cannot delete {}: {error}",
+            absolute.display()
+        )),
+    }
 }
 
 fn root_credentials(with_default: bool) -> Result<RootCredentials, String> {
@@ -74,6 +95,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.fresh
+        && let Err(error) = wipe_data_directory(&config.system.path)
+    {
+        eprintln!("iggy-server: {error}");
+        return ExitCode::from(2);
+    }
     if let Err(error) = rill_server::logging::init(&config.logging, &config.system.path) {
         eprintln!("iggy-server: {error}");
         return ExitCode::from(2);
