@@ -99,11 +99,13 @@ impl ActorContext {
         }
     }
 
+    /// A producer's share of `--rate-limit` (payload bytes per second): the limit is split
+    /// between the sending actors, which pace the whole run (consumers read what they send).
     fn pacer(&self) -> Option<Pacer> {
-        let actors = self.plan.producers.max(1) + self.plan.consumers;
+        let senders = self.plan.producers.max(1);
         self.plan
             .rate_limit_bytes_per_second
-            .map(|rate| Pacer::new(rate as f64 / f64::from(actors)))
+            .map(|rate| Pacer::new(rate as f64 / f64::from(senders)))
     }
 }
 
@@ -227,6 +229,8 @@ pub fn producer(context: ActorContext, id: u32, stream_number: u32) -> Result<Ac
     let quota = context.batch_quota();
     let mut warmup_messages = 0u64;
     let mut next = 0usize;
+    // One pacer for warm-up and measurement: a rate-limited run is rate-limited throughout.
+    let mut pacer = context.pacer();
     let mut send = |connection: &mut Connection| -> Result<&PreparedBatch> {
         let batch = &batches[next % batches.len()];
         next += 1;
@@ -241,10 +245,13 @@ pub fn producer(context: ActorContext, id: u32, stream_number: u32) -> Result<Ac
     };
     while Instant::now() < measured_from {
         context.check_abort()?;
-        warmup_messages += u64::from(send(&mut connection)?.messages);
+        let batch = send(&mut connection)?;
+        warmup_messages += u64::from(batch.messages);
+        if let Some(pacer) = pacer.as_mut() {
+            pacer.pace(batch.payload_bytes);
+        }
     }
     let mut recorder = context.recorder(measured_from);
-    let mut pacer = context.pacer();
     loop {
         if quota.is_some_and(|quota| recorder.batches() >= quota)
             || deadline.is_some_and(|deadline| Instant::now() >= deadline)

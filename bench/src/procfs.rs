@@ -23,6 +23,12 @@ pub struct ProcessSample {
     pub cpu_system_s: f64,
 }
 
+/// CPU seconds (user + system) this process has used so far.
+pub fn own_cpu_seconds() -> f64 {
+    sample(std::process::id(), Instant::now())
+        .map_or(0.0, |reading| reading.cpu_user_s + reading.cpu_system_s)
+}
+
 /// Reads `/proc/PID/status` and `/proc/PID/stat`; `None` if the process is gone.
 pub fn sample(pid: u32, since: Instant) -> Option<ProcessSample> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -120,8 +126,9 @@ impl Sampler {
 #[derive(Debug, Clone, Serialize)]
 pub struct ServerUsage {
     pub pid: u32,
-    /// Before the benchmark created its streams.
-    pub rss_idle_mib: f64,
+    /// Before this run created its streams: the server's idle RSS when it was just started,
+    /// otherwise whatever earlier runs left.
+    pub rss_start_mib: f64,
     pub rss_max_mib: f64,
     pub rss_end_mib: f64,
     /// (max − min) / min over the measured part of the run, in percent: how flat RSS stayed.
@@ -161,7 +168,7 @@ impl ServerUsage {
         let end = samples.last().copied().unwrap_or(idle);
         ServerUsage {
             pid,
-            rss_idle_mib: idle.rss_mib,
+            rss_start_mib: idle.rss_mib,
             rss_max_mib: samples
                 .iter()
                 .map(|s| s.rss_mib)
@@ -359,7 +366,7 @@ mod tests {
             reading(3.0, 40.0, 5.5),
         ];
         let usage = ServerUsage::from_samples(7, idle, samples, 1.0);
-        assert_eq!(usage.rss_idle_mib, 20.0);
+        assert_eq!(usage.rss_start_mib, 20.0);
         assert_eq!(usage.rss_max_mib, 50.0);
         assert_eq!(usage.rss_end_mib, 40.0);
         assert!((usage.rss_spread_percent - 25.0).abs() < 1e-9);

@@ -10,7 +10,8 @@
 //!
 //! Throughput is quoted against the machine's ceilings when a baseline is known: producers (and
 //! producing consumers) against the lower of the O_DIRECT write and loopback TCP figures, as the
-//! data must cross both; consumers against loopback TCP.
+//! data must cross both; consumers against loopback TCP, and against O_DIRECT read, which bounds
+//! them when the server reads from the device rather than from memory.
 
 use crate::args::OutputArgs;
 use crate::baseline::Baseline;
@@ -121,6 +122,9 @@ pub struct Report {
     pub actors: Vec<ActorResult>,
     pub streams: Vec<StreamCount>,
     pub server_usage: Option<ServerUsage>,
+    /// CPU used by iggy-bench itself (all actors) per second of the run: near 1 core per actor
+    /// would mean the client, not the server, limits the figures.
+    pub client_cpu_cores: f64,
     pub ceilings: Option<Ceilings>,
     #[serde(skip)]
     pub moving_average_window: u32,
@@ -181,6 +185,7 @@ impl Report {
             actors,
             streams,
             server_usage,
+            client_cpu_cores: 0.0,
             ceilings,
             moving_average_window: plan.moving_average_window,
         }
@@ -370,12 +375,17 @@ impl Report {
                 "\nno baseline: run `iggy-bench baseline` once (or pass --baseline) to see throughput as a fraction of the machine's ceilings"
             );
         }
+        let _ = writeln!(
+            out,
+            "iggy-bench itself used {:.2} cores on average",
+            self.client_cpu_cores
+        );
         if let Some(usage) = &self.server_usage {
             let _ = writeln!(
                 out,
-                "server pid {}: RSS idle {:.1} MiB, max {:.1} MiB, end {:.1} MiB (spread {:.1}% while measured); CPU {:.2} s user + {:.2} s system, {:.2} cores on average",
+                "server pid {}: RSS at start {:.1} MiB, max {:.1} MiB, end {:.1} MiB (spread {:.1}% while measured); CPU {:.2} s user + {:.2} s system, {:.2} cores on average",
                 usage.pid,
-                usage.rss_idle_mib,
+                usage.rss_start_mib,
                 usage.rss_max_mib,
                 usage.rss_end_mib,
                 usage.rss_spread_percent,
@@ -423,7 +433,12 @@ pub fn ceiling_fractions(baseline: &Baseline, groups: &[GroupSummary]) -> Vec<Ce
                 push("O_DIRECT write", write);
                 push("loopback TCP", loopback);
             }
-            ActorKind::Consumer => push("loopback TCP", loopback),
+            ActorKind::Consumer => {
+                push("loopback TCP", loopback);
+                // When the server reads with O_DIRECT (rill does, for data no longer in
+                // memory), the device's read speed bounds consumers too.
+                push("O_DIRECT read", baseline.disk_read_mb_s());
+            }
         }
     }
     fractions
@@ -504,6 +519,7 @@ mod tests {
                 block_size: 1,
                 write_mb_s: 4000.0,
                 read_mb_s: 6000.0,
+                read_parallel_mb_s: None,
             }),
             loopback: Some(LoopbackBaseline {
                 bytes_per_connection: 1,

@@ -371,6 +371,7 @@ pub fn run(plan: &Plan, ceilings: Option<crate::baseline::Baseline>) -> Result<R
     let start = Instant::now();
     base.set(start).expect("base is set once");
     let measured_from = start + plan.warmup;
+    let client_cpu_before = procfs::own_cpu_seconds();
     let bar = plan
         .progress
         .then(|| progress_bar(plan, progress.clone(), abort.clone(), measured_from));
@@ -412,6 +413,8 @@ pub fn run(plan: &Plan, ceilings: Option<crate::baseline::Baseline>) -> Result<R
     if let Some(error) = failure {
         return Err(error);
     }
+    let client_cpu_s = procfs::own_cpu_seconds() - client_cpu_before;
+    let client_wall_s = start.elapsed().as_secs_f64();
     let final_counts = message_counts(&mut control, &streams)?;
     results.sort_by_key(|result| (result.kind, result.id));
     let mut groups = Vec::new();
@@ -433,7 +436,7 @@ pub fn run(plan: &Plan, ceilings: Option<crate::baseline::Baseline>) -> Result<R
             messages_after: final_counts[stream.number as usize - 1],
         })
         .collect();
-    Ok(Report::new(
+    let mut report = Report::new(
         plan,
         started_at,
         server_info,
@@ -443,7 +446,13 @@ pub fn run(plan: &Plan, ceilings: Option<crate::baseline::Baseline>) -> Result<R
         stream_counts,
         usage,
         ceilings,
-    ))
+    );
+    report.client_cpu_cores = if client_wall_s > 0.0 {
+        client_cpu_s / client_wall_s
+    } else {
+        0.0
+    };
+    Ok(report)
 }
 
 impl Plan {
@@ -645,7 +654,7 @@ fn progress_bar(
             } else {
                 thread_bar.set_position(messages);
             }
-            thread_bar.set_message(format!("{phase}{rate:.0} MB/s"));
+            thread_bar.set_message(format!("{phase}{messages} msgs, {rate:.0} MB/s"));
         }
     });
     (bar, thread)

@@ -338,7 +338,7 @@ fn the_binary_writes_results_checks_ack_modes_and_compares() {
         String::from_utf8_lossy(&result.stderr)
     );
     assert!(stdout.contains("producers (total)"), "{stdout}");
-    assert!(stdout.contains("RSS idle"), "{stdout}");
+    assert!(stdout.contains("RSS at start"), "{stdout}");
     let dir = std::fs::read_dir(output.path())
         .unwrap()
         .map(|entry| entry.unwrap().path())
