@@ -13,10 +13,7 @@ use crate::error::{Error, Result};
 use bytes::{Bytes, BytesMut};
 use rill_core::frame::{RESPONSE_HEADER_SIZE, ResponseHeader, encode_request};
 use rill_core::message::{MessageBatch, MessageIter, OutgoingMessage, POLL_RESPONSE_HEADER_SIZE};
-use rill_core::primitives::{
-    CompressionAlgorithm, Consumer, Identifier, Name, OptionalPartition, Partitioning,
-    PollingStrategy, ShortString,
-};
+use rill_core::primitives::{CompressionAlgorithm, Identifier, Name, Partitioning, ShortString};
 use rill_core::requests::*;
 use rill_core::responses::{Stats, StreamDetails, TopicDetails};
 use rill_core::{Decode, ErrorCode, Reader, Request};
@@ -395,30 +392,6 @@ pub fn prepare_batch(
         bytes,
         payload_bytes: sizes.iter().map(|&size| u64::from(size)).sum(),
     }
-}
-
-/// A PollMessages frame.
-pub fn poll_frame(
-    consumer: Consumer,
-    stream: &Identifier,
-    topic: &Identifier,
-    partition: Option<u32>,
-    strategy: PollingStrategy,
-    count: u32,
-    auto_commit: bool,
-) -> Bytes {
-    encode_frame(
-        &PollMessages {
-            consumer,
-            stream_id: stream.clone(),
-            topic_id: topic.clone(),
-            partition_id: OptionalPartition(partition),
-            strategy,
-            count,
-            auto_commit,
-        }
-        .into(),
-    )
 }
 
 /// Whether an error is the server saying that something already exists.

@@ -18,7 +18,7 @@ use crate::baseline::Baseline;
 use crate::error::Result;
 use crate::procfs::{AckMode, DetectedAckMode, ServerUsage};
 use crate::stats::{ActorKind, ActorResult, GroupSummary, LatencySummary};
-use crate::units::{ByteSize, NumericParam, compact_utc, format_duration, iso8601_utc};
+use crate::units::{compact_utc, format_duration, iso8601_utc};
 use crate::workload::{Finish, Plan, WorkloadKind};
 use rill_core::responses::Stats;
 use serde::Serialize;
@@ -472,14 +472,6 @@ fn unique_dir(parent: &Path, name: &str) -> Result<PathBuf> {
         }
     }
     unreachable!("the loop returns")
-}
-
-/// Describes sizes for logs: `2GB`.
-pub fn describe_total(total: Option<ByteSize>, message_size: NumericParam) -> String {
-    match total {
-        Some(total) => format!("{total} of {message_size}-byte messages"),
-        None => format!("{message_size}-byte messages"),
-    }
 }
 
 #[cfg(test)]

@@ -126,7 +126,8 @@ impl Recorder {
         self.bytes
     }
 
-    /// The actor's result; `elapsed` is its measured time (normally up to its last batch).
+    /// The actor's result; its measured time runs from the start of measurement to its last
+    /// completed batch.
     pub fn finish(self, actor: ActorInfo, warmup_messages: u64) -> ActorResult {
         let elapsed_s = self.last_done_ns as f64 / 1e9;
         ActorResult {

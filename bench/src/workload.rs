@@ -202,6 +202,13 @@ impl Plan {
         (stream, group)
     }
 
+    /// Producers writing to `stream`.
+    pub fn producers_on(&self, stream: u32) -> u32 {
+        (0..self.producers)
+            .filter(|&index| self.stream_of(index) == stream)
+            .count() as u32
+    }
+
     /// How many consumers are in (stream, group).
     pub fn members_of(&self, stream: u32, group: u32) -> u32 {
         (0..self.consumers)
@@ -455,15 +462,6 @@ pub fn run(plan: &Plan, ceilings: Option<crate::baseline::Baseline>) -> Result<R
     Ok(report)
 }
 
-impl Plan {
-    /// Producers writing to `stream`.
-    pub fn producers_on(&self, stream: u32) -> u32 {
-        (0..self.producers)
-            .filter(|&index| self.stream_of(index) == stream)
-            .count() as u32
-    }
-}
-
 fn check_ack_mode(required: Option<AckMode>, detected: Option<&DetectedAckMode>) -> Result<()> {
     match (required, detected) {
         (Some(required), Some(detected)) if required != detected.mode => {
@@ -523,7 +521,7 @@ fn setup_streams(control: &mut Connection, plan: &Plan) -> Result<Vec<BenchStrea
         let topic = control
             .get_topic(&by_name, &topic_by_name)?
             .ok_or_else(|| Error::Protocol(format!("topic {name}/{TOPIC_NAME} vanished")))?;
-        if plan.has_partitions_mismatch(topic.partitions.len() as u32) {
+        if topic.partitions.len() as u32 != plan.partitions {
             return Err(Error::Usage(format!(
                 "{name}/{TOPIC_NAME} has {} partitions but -a {} was asked; run without --reuse-streams",
                 topic.partitions.len(),
@@ -561,12 +559,6 @@ fn setup_streams(control: &mut Connection, plan: &Plan) -> Result<Vec<BenchStrea
         });
     }
     Ok(streams)
-}
-
-impl Plan {
-    fn has_partitions_mismatch(&self, partitions: u32) -> bool {
-        partitions != self.partitions
-    }
 }
 
 fn ignore_exists(result: Result<()>) -> Result<()> {
