@@ -150,9 +150,21 @@ impl IoUringTracker {
                 if fd < 0 {
                     return None;
                 }
-                let text = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
-                let (submitted, completed) = parse_ring_fdinfo(&text)?;
-                Some(self.update(shard, fd, submitted, completed))
+                let reading = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
+                    .ok()
+                    .and_then(|text| parse_ring_fdinfo(&text));
+                match reading {
+                    Some((submitted, completed)) => {
+                        Some(self.update(shard, fd, submitted, completed))
+                    }
+                    // A read that fails once (seen under load) keeps the ring's last figures,
+                    // so its counter series neither vanish nor go back between scrapes.
+                    None => self
+                        .last
+                        .get(shard)
+                        .filter(|(last_fd, _, _)| *last_fd == fd)
+                        .map(|_| self.totals[shard]),
+                }
             })
             .collect()
     }
