@@ -63,6 +63,7 @@ RUN iggy-server --version && iggy --version
 ENV IGGY_CONFIG_PATH=/etc/iggy/server.toml \
     IGGY_SYSTEM_PATH=/data \
     IGGY_TCP_ADDRESS=0.0.0.0:8090 \
+    IGGY_QUIC_ADDRESS=0.0.0.0:8080 \
     IGGY_HTTP_ADDRESS=0.0.0.0:3000
 # Metadata and partition logs. Segment files are written with O_DIRECT: keep /data on a volume or
 # bind mount (ext4, xfs), not on the container's overlay layer.

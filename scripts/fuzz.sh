@@ -3,12 +3,13 @@
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 20)
 #
-# Targets live in core/fuzz (a crate outside the main workspace): request_decoder,
-# message_batch, responses. Each run starts from the committed seeds in core/fuzz/seeds/<target>
-# plus whatever core/fuzz/corpus/<target> has gathered (git-ignored). Installs cargo-fuzz if it
-# is missing. Exits non-zero if any target crashes; the crashing input is left in
-# core/fuzz/artifacts/<target>/ and can be replayed with
-#   (cd core/fuzz && cargo +nightly fuzz run <target> artifacts/<target>/<file>)
+# Targets live in two crates outside the main workspace: core/fuzz (rill-core's wire decoders:
+# request_decoder, message_batch, responses, frames) and server/fuzz (the server's metadata log
+# records and boot-time recovery: metadata_log). Each run starts from the committed seeds in
+# <crate>/seeds/<target> plus whatever <crate>/corpus/<target> has gathered (git-ignored).
+# Installs cargo-fuzz if it is missing. Exits non-zero if any target crashes; the crashing input
+# is left in <crate>/artifacts/<target>/ and can be replayed with
+#   (cd <crate> && cargo +nightly fuzz run <target> artifacts/<target>/<file>)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,31 +37,40 @@ else
     sanitizer=(--sanitizer none)
 fi
 
-cd core/fuzz
-targets=(request_decoder message_batch responses)
-
-echo "==> building fuzz targets"
-cargo "${toolchain[@]}" fuzz build "${sanitizer[@]}"
-
 failed=()
-for target in "${targets[@]}"; do
-    mkdir -p "corpus/$target"
-    log="$(mktemp)"
-    echo "==> fuzzing $target for ${seconds}s"
-    if cargo "${toolchain[@]}" fuzz run "${sanitizer[@]}" "$target" \
-        "corpus/$target" "seeds/$target" -- \
-        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 >"$log" 2>&1; then
-        grep -E '^Done [0-9]+ runs' "$log" | tail -n 1 || true
-    else
-        tail -n 40 "$log"
-        echo "!!! $target crashed: see core/fuzz/artifacts/$target/" >&2
-        failed+=("$target")
-    fi
-    rm -f "$log"
-done
+total=0
+# fuzz_crate DIR TARGET...: builds DIR's targets, then fuzzes each for $seconds.
+fuzz_crate() {
+    local dir="$1"
+    shift
+    (
+        cd "$dir"
+        echo "==> building fuzz targets in $dir"
+        cargo "${toolchain[@]}" fuzz build "${sanitizer[@]}"
+    ) || { failed+=("$dir (build)"); return; }
+    for target in "$@"; do
+        total=$((total + 1))
+        mkdir -p "$dir/corpus/$target"
+        log="$(mktemp)"
+        echo "==> fuzzing $dir $target for ${seconds}s"
+        if (cd "$dir" && cargo "${toolchain[@]}" fuzz run "${sanitizer[@]}" "$target" \
+            "corpus/$target" "seeds/$target" -- \
+            -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048) >"$log" 2>&1; then
+            grep -E '^Done [0-9]+ runs' "$log" | tail -n 1 || true
+        else
+            tail -n 40 "$log"
+            echo "!!! $target crashed: see $dir/artifacts/$target/" >&2
+            failed+=("$target")
+        fi
+        rm -f "$log"
+    done
+}
+
+fuzz_crate core/fuzz request_decoder message_batch responses frames
+fuzz_crate server/fuzz metadata_log
 
 if ((${#failed[@]})); then
     echo "fuzzing found crashes in: ${failed[*]}" >&2
     exit 1
 fi
-echo "fuzzing: no crashes in ${#targets[@]} targets (${seconds}s each)"
+echo "fuzzing: no crashes in $total targets (${seconds}s each)"

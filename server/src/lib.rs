@@ -5,7 +5,8 @@
 //! (shard 0's metadata writer), [`metadata`] (model, log, snapshot), [`frontend`] (transports),
 //! [`handlers`] (one function per command), [`storage`] (segmented logs on O_DIRECT io_uring),
 //! [`metrics`] (per-shard cells, Prometheus exposition), [`http`] (the operators' endpoint),
-//! [`logging`] (text/JSON lines, rotated files), [`stats`] (the GetStats figures).
+//! [`logging`] (text/JSON lines, rotated files), [`stats`] (the GetStats figures), [`limits`]
+//! (RLIMIT_NOFILE raised at start).
 
 pub mod auth;
 pub mod clients;
@@ -15,6 +16,7 @@ pub mod frontend;
 pub mod groups;
 pub mod handlers;
 pub mod http;
+pub mod limits;
 pub mod logging;
 pub mod maintenance;
 pub mod metadata;
@@ -26,4 +28,5 @@ pub mod stats;
 pub mod storage;
 pub mod system_info;
 pub mod time;
+pub mod tls;
 pub mod views;

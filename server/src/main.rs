@@ -116,6 +116,9 @@ fn main() -> ExitCode {
         }
     };
     tracing::info!(version = env!("CARGO_PKG_VERSION"), data = %config.system.path.display(), "starting iggy-server");
+    // Before any socket or file is opened: 1,000 connections or thousands of partition files
+    // need more than the usual soft limit of 1024 descriptors.
+    rill_server::limits::raise_and_log_nofile_limit();
     match rill_server::server::run(config, root) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

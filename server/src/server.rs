@@ -19,7 +19,7 @@ use std::time::Duration;
 const INBOX_CAPACITY: usize = 4096;
 const CONTROL_CAPACITY: usize = 1024;
 /// How long shutdown waits for connections to finish their current request.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often expired personal access tokens are deleted.
 const TOKEN_CLEANUP_INTERVAL: Duration = Duration::from_secs(60);
 
@@ -40,7 +40,6 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
             data_dir.display()
         )
     })?;
-    raise_file_limit();
 
     let state_dir = data_dir.join("state");
     let recovered =
@@ -90,6 +89,7 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
     }
     let (writer, reader) =
         left_right::new_from_empty::<Metadata, MetadataOp>(recovered.metadata.clone());
+    let frontends = Frontends::prepare(&config, usize::from(shard_count))?;
     let (inbox_senders, inbox_receivers): (Vec<_>, Vec<_>) = (0..shard_count)
         .map(|_| flume::bounded(INBOX_CAPACITY))
         .unzip();
@@ -107,6 +107,9 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
         started_at_micros: crate::time::now_micros(),
         shards_started: Default::default(),
         tcp_address: OnceLock::new(),
+        quic_address: frontends.quic_address,
+        tls: frontends.tls,
+        password_checks: crate::auth::PasswordChecks::new(usize::from(shard_count)),
         http_address: OnceLock::new(),
         metrics: Arc::new(crate::metrics::Metrics::new(shard_count)),
     });
@@ -128,8 +131,10 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
     let (events, event_receiver) = mpsc::channel();
     let mut control = Some((writer, control_receiver, recovered, root));
     let mut threads = Vec::new();
+    let mut quic_sockets = frontends.quic_sockets.into_iter();
     for (id, (placement, inbox)) in placements.into_iter().zip(inbox_receivers).enumerate() {
         let id = id as u16;
+        let quic = quic_sockets.next().zip(frontends.quic_config.clone());
         let shared = shared.clone();
         let events = events.clone();
         let control = if id == 0 { control.take() } else { None };
@@ -137,7 +142,8 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
             .name(format!("shard-{id}"))
             .spawn(move || {
                 crate::logging::set_shard(id);
-                if let Err(error) = shard_main(id, placement, shared, inbox, control, &events) {
+                if let Err(error) = shard_main(id, placement, shared, inbox, control, quic, &events)
+                {
                     let _ = events.send(Event::Failed(id, error));
                 }
                 let _ = events.send(Event::Exited(id));
@@ -167,7 +173,12 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
                 listening += 1;
                 tracing::debug!(shard = id, %address, "shard listening");
                 if listening == shard_count {
-                    tracing::info!(%address, shards = shard_count, "iggy-server is listening for TCP connections");
+                    // The TCP line comes last: harnesses and scripts take it to mean "ready" and
+                    // read both bound addresses (port 0 resolved) from the log up to it.
+                    if let Some(quic) = shared.quic_address {
+                        tracing::info!(address = %quic, shards = shard_count, "iggy-server is listening for QUIC connections");
+                    }
+                    tracing::info!(%address, tls = shared.tls.is_some(), shards = shard_count, "iggy-server is listening for TCP connections");
                 }
             }
             Event::Failed(id, error) => {
@@ -274,19 +285,6 @@ fn remove_orphaned_directories(data_dir: &Path, metadata: &Metadata) {
     }
 }
 
-/// Raises the open-files limit to the hard limit so many connections and partitions fit.
-fn raise_file_limit() {
-    use nix::sys::resource::{Resource, getrlimit, setrlimit};
-    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
-        && soft < hard
-    {
-        match setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
-            Ok(()) => tracing::info!(from = soft, to = hard, "raised the open files limit"),
-            Err(error) => tracing::warn!(%error, soft, "cannot raise the open files limit"),
-        }
-    }
-}
-
 fn block_termination_signals() -> Result<nix::sys::signal::SigSet, String> {
     use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
     let mut set = SigSet::empty();
@@ -317,12 +315,127 @@ type ControlParts = (
     RootCredentials,
 );
 
+/// What the front-ends need before the shards start: TLS and QUIC configurations (so a bad
+/// certificate stops the start), and the QUIC socket group, one socket per shard.
+struct Frontends {
+    tls: Option<Arc<rustls::ServerConfig>>,
+    quic_config: Option<compio_quic::ServerConfig>,
+    quic_sockets: Vec<std::net::UdpSocket>,
+    quic_address: Option<SocketAddr>,
+}
+
+impl Frontends {
+    fn prepare(config: &Config, shard_count: usize) -> Result<Frontends, String> {
+        let cert_dir = config.system.path.join("certs");
+        let mut frontends = Frontends {
+            tls: None,
+            quic_config: None,
+            quic_sockets: Vec::new(),
+            quic_address: None,
+        };
+        if config.tcp.enabled {
+            refuse_taken_tcp_port(config.tcp.address)?;
+        }
+        if config.tcp.enabled && config.tcp.tls.enabled {
+            let certificate = crate::tls::load_or_generate(
+                &config.tcp.tls.certificate(),
+                "tcp.tls",
+                &cert_dir,
+                "tcp",
+            )?;
+            log_certificate("TCP", &certificate);
+            frontends.tls = Some(crate::tls::tcp_server_config(&certificate)?);
+        }
+        if config.quic.enabled {
+            let quic = &config.quic;
+            let certificate = crate::tls::load_or_generate(
+                &quic.certificate,
+                "quic.certificate",
+                &cert_dir,
+                "quic",
+            )?;
+            log_certificate("QUIC", &certificate);
+            frontends.quic_config = Some(crate::tls::quic_server_config(&certificate, quic)?);
+            let buffer = usize::try_from(quic.socket_buffer_size.0).unwrap_or(usize::MAX);
+            let sockets = crate::frontend::quic::bind_group(quic.address, shard_count, buffer)
+                .map_err(|error| {
+                    format!("cannot listen on {} (QUIC, UDP): {error}", quic.address)
+                })?;
+            frontends.quic_address =
+                Some(sockets[0].local_addr().map_err(|error| error.to_string())?);
+            frontends.quic_sockets = sockets;
+        }
+        Ok(frontends)
+    }
+}
+
+/// How long a port may look taken before the start gives up. A broker killed with SIGKILL
+/// keeps its sockets for a moment after it is reaped (its io_uring, which holds them, is torn
+/// down asynchronously), so a restart right after a crash must wait that out; a live broker
+/// holds the port for good.
+pub(crate) const PORT_PROBE_PATIENCE: Duration = Duration::from_secs(5);
+
+/// Retries `taken` until it reports the port free or [`PORT_PROBE_PATIENCE`] runs out; returns
+/// the last reason it was taken.
+pub(crate) fn wait_for_free_port(mut taken: impl FnMut() -> Option<String>) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + PORT_PROBE_PATIENCE;
+    loop {
+        match taken() {
+            None => return Ok(()),
+            Some(reason) if std::time::Instant::now() >= deadline => return Err(reason),
+            Some(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+/// Our listeners use SO_REUSEPORT, which lets a second broker (same user) bind the same port
+/// silently and take half its connections. A plain bind cannot tell that apart from the
+/// connections a killed predecessor left in FIN_WAIT (which block it, yet must not block a
+/// restart after a crash), so the probe asks whether anything accepts connections there.
+fn refuse_taken_tcp_port(address: SocketAddr) -> Result<(), String> {
+    if address.port() == 0 {
+        return Ok(());
+    }
+    let mut target = address;
+    if target.ip().is_unspecified() {
+        target.set_ip(match address {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    wait_for_free_port(|| {
+        std::net::TcpStream::connect_timeout(&target, Duration::from_millis(200))
+            .is_ok()
+            .then(|| {
+                format!(
+                    "cannot listen on {address} (TCP): address in use: another process accepts connections there"
+                )
+            })
+    })
+}
+
+fn log_certificate(transport: &str, certificate: &crate::tls::Certificate) {
+    match &certificate.generated_at {
+        Some(path) => tracing::info!(
+            transport,
+            path = %path.display(),
+            "using a self-signed certificate for localhost generated at start; clients must skip validation or trust this file"
+        ),
+        None => tracing::info!(
+            transport,
+            certificates = certificate.chain.len(),
+            "TLS certificate loaded"
+        ),
+    }
+}
+
 fn shard_main(
     id: u16,
     placement: ShardPlacement,
     shared: Arc<SharedState>,
     inbox: flume::Receiver<ShardMessage>,
     control: Option<ControlParts>,
+    quic: Option<(std::net::UdpSocket, compio_quic::ServerConfig)>,
     events: &mpsc::Sender<Event>,
 ) -> Result<(), String> {
     pin_current_thread(placement).map_err(|error| format!("cannot pin shard {id}: {error}"))?;
@@ -372,6 +485,14 @@ fn shard_main(
             compio::time::sleep(Duration::from_millis(5)).await;
         }
 
+        let quic = match quic {
+            Some((socket, config)) => {
+                let endpoint = crate::frontend::quic::endpoint(socket, config)
+                    .map_err(|error| format!("cannot start the QUIC endpoint: {error}"))?;
+                Some(compio::runtime::spawn(crate::frontend::quic::accept_loop(shard.clone(), endpoint)))
+            }
+            None => None,
+        };
         if shared.config.tcp.enabled {
             let address = if id == 0 {
                 shared.config.tcp.address
@@ -398,6 +519,10 @@ fn shard_main(
             let _ = shard.shutdown_signal.recv_async().await;
         }
 
+        if let Some(quic) = quic {
+            // It drains its own connections and closes the endpoint.
+            let _ = quic.await;
+        }
         // Shutdown: let connections finish their current request, then close partitions.
         let drain_until = std::time::Instant::now() + DRAIN_TIMEOUT;
         while shard.connections.get() > 0 && std::time::Instant::now() < drain_until {

@@ -23,6 +23,7 @@ pub struct Config {
     pub message_saver: MessageSaverConfig,
     pub data_maintenance: DataMaintenanceConfig,
     pub tcp: TcpConfig,
+    pub quic: QuicConfig,
     pub heartbeat: HeartbeatConfig,
     pub http: HttpConfig,
     pub logging: LoggingConfig,
@@ -169,6 +170,76 @@ pub struct TcpConfig {
     pub max_send_messages_size: ByteSize,
     pub unauthenticated_timeout: HumanDuration,
     pub read_timeout: HumanDuration,
+    pub tls: TlsConfig,
+}
+
+/// `[tcp.tls]`: TLS on the TCP port.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    pub enabled: bool,
+    pub self_signed: bool,
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+}
+
+impl TlsConfig {
+    pub fn certificate(&self) -> CertificateConfig {
+        CertificateConfig {
+            self_signed: self.self_signed,
+            cert_file: self.cert_file.clone(),
+            key_file: self.key_file.clone(),
+        }
+    }
+}
+
+/// Where a TLS certificate comes from: PEM files, or generated at start.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CertificateConfig {
+    pub self_signed: bool,
+    /// Empty means "not given".
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+}
+
+impl CertificateConfig {
+    /// Whether PEM files were given (both paths non-empty).
+    pub fn has_files(&self) -> bool {
+        !self.cert_file.as_os_str().is_empty() && !self.key_file.as_os_str().is_empty()
+    }
+
+    fn validate(&self, section: &str) -> Result<(), ConfigError> {
+        let cert = self.cert_file.as_os_str().is_empty();
+        let key = self.key_file.as_os_str().is_empty();
+        if cert != key {
+            return Err(ConfigError(format!(
+                "{section}: cert_file and key_file must be given together"
+            )));
+        }
+        if cert && !self.self_signed {
+            return Err(ConfigError(format!(
+                "{section}: no certificate: set cert_file and key_file, or self_signed = true"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// `[quic]`: the QUIC front-end.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuicConfig {
+    pub enabled: bool,
+    pub address: SocketAddr,
+    pub max_concurrent_bidi_streams: u32,
+    pub receive_window: ByteSize,
+    pub send_window: ByteSize,
+    pub initial_mtu: u16,
+    pub keep_alive_interval: HumanDuration,
+    pub max_idle_timeout: HumanDuration,
+    pub socket_buffer_size: ByteSize,
+    pub certificate: CertificateConfig,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -309,6 +380,44 @@ impl Config {
             return Err(ConfigError(
                 "tcp.max_send_messages_size must fit a frame (< 4 GiB)".into(),
             ));
+        }
+        let quic = &self.quic;
+        if quic.enabled {
+            if quic.initial_mtu < 1200 {
+                return Err(ConfigError(format!(
+                    "quic.initial_mtu must be at least 1200 (QUIC's minimum), got {}",
+                    quic.initial_mtu
+                )));
+            }
+            if quic.max_concurrent_bidi_streams == 0 {
+                return Err(ConfigError(
+                    "quic.max_concurrent_bidi_streams must be at least 1".into(),
+                ));
+            }
+            for (key, value) in [
+                ("quic.receive_window", quic.receive_window),
+                ("quic.send_window", quic.send_window),
+            ] {
+                if value.0 < 1024 || value.0 > (1 << 40) {
+                    return Err(ConfigError(format!(
+                        "{key} must be between 1 KiB and 1 TiB, got {} bytes",
+                        value.0
+                    )));
+                }
+            }
+            if quic.max_idle_timeout.0.is_zero() {
+                return Err(ConfigError(
+                    "quic.max_idle_timeout must be greater than zero".into(),
+                ));
+            }
+        }
+        for (key, certificate, enabled) in [
+            ("tcp.tls", self.tcp.tls.certificate(), self.tcp.tls.enabled),
+            ("quic.certificate", quic.certificate.clone(), quic.enabled),
+        ] {
+            if enabled {
+                certificate.validate(key)?;
+            }
         }
         for (key, value) in [
             ("message_saver.interval", self.message_saver.interval),

@@ -2,15 +2,134 @@
 //! to [`process_frame`], which decodes, authenticates, routes and encodes the response the same
 //! way for all of them; a transport only moves bytes.
 
+pub mod quic;
 pub mod tcp;
 
+use crate::clients::ClientEntry;
 use crate::handlers::{self, Response, Session};
 use crate::metrics;
 use crate::shard::Shard;
 use bytes::{Bytes, BytesMut};
 use rill_core::frame::ResponseHeader;
+use rill_core::primitives::Transport;
 use rill_core::{ErrorCode, Request};
+use std::net::SocketAddr;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
+
+/// Largest request payload accepted before login: logins are a few hundred bytes, and nothing
+/// else may be sent before one.
+pub const MAX_UNAUTHENTICATED_PAYLOAD: usize = 64 * 1024;
+
+/// One client session's registration: in the clients table (GetClients/GetMe) and in the
+/// shard's connection count (shutdown waits for it to reach zero). Dropping it undoes both and
+/// takes the client out of its consumer groups, however the connection ended.
+pub struct Registration {
+    shard: Rc<Shard>,
+    client_id: u32,
+    transport: Transport,
+}
+
+impl Registration {
+    pub fn new(shard: &Rc<Shard>, peer: SocketAddr, transport: Transport) -> (Self, Session) {
+        let client_id = rill_core::hash::client_id(&peer.to_string());
+        shard.shared.clients.register(ClientEntry {
+            client_id,
+            address: peer.to_string(),
+            transport,
+            user_id: None,
+            groups: Vec::new(),
+            shard: shard.id,
+        });
+        shard.connections.set(shard.connections.get() + 1);
+        shard.metrics.transport(transport).connected();
+        tracing::debug!(shard = shard.id, client_id, %peer, ?transport, "client connected");
+        let session = Session {
+            client_id,
+            address: peer,
+            transport,
+            user_id: None,
+            last_heartbeat: Instant::now(),
+        };
+        let registration = Registration {
+            shard: shard.clone(),
+            client_id,
+            transport,
+        };
+        (registration, session)
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let shard = &self.shard;
+        shard.shared.groups.leave_all(self.client_id);
+        shard.shared.clients.remove(self.client_id);
+        shard.connections.set(shard.connections.get() - 1);
+        shard.metrics.transport(self.transport).disconnected();
+        tracing::debug!(
+            shard = shard.id,
+            client_id = self.client_id,
+            "client disconnected"
+        );
+    }
+}
+
+/// Sessions that have not logged in get `unauthenticated_timeout` from `connected_at`; with
+/// heartbeats verified, logged-in sessions get until their heartbeat deadline; otherwise no limit.
+pub fn idle_limit(shard: &Shard, session: &Session, connected_at: Instant) -> Option<Duration> {
+    let heartbeat = &shard.shared.config.heartbeat;
+    match session.user_id {
+        Some(_) if heartbeat.enabled => {
+            Some(heartbeat_limit(shard).saturating_sub(session.last_heartbeat.elapsed()))
+        }
+        Some(_) => None,
+        None => Some(
+            shard
+                .shared
+                .config
+                .tcp
+                .unauthenticated_timeout
+                .0
+                .saturating_sub(connected_at.elapsed()),
+        ),
+    }
+}
+
+fn heartbeat_limit(shard: &Shard) -> Duration {
+    shard.shared.config.heartbeat.interval.0.mul_f64(1.2)
+}
+
+/// Handles one request frame, unless the session has missed its heartbeats: then everything but
+/// a Ping is answered with StaleClient, which closes the connection.
+pub async fn process_request(
+    shard: &Shard,
+    session: &mut Session,
+    code: u32,
+    payload: BytesMut,
+) -> ResponseFrame {
+    let stale = shard.shared.config.heartbeat.enabled
+        && session.user_id.is_some()
+        && session.last_heartbeat.elapsed() > heartbeat_limit(shard);
+    if stale && code != rill_core::CommandCode::Ping.code() {
+        tracing::info!(
+            client_id = session.client_id,
+            "session missed its heartbeats; closing"
+        );
+        return ResponseFrame::error(ErrorCode::StaleClient);
+    }
+    process_frame(shard, session, code, payload).await
+}
+
+pub async fn with_optional_timeout<T>(
+    limit: Option<Duration>,
+    future: impl Future<Output = T>,
+) -> Option<T> {
+    match limit {
+        Some(limit) => compio::time::timeout(limit, future).await.ok(),
+        None => Some(future.await),
+    }
+}
 
 /// Most iovecs one response write carries; longer poll responses are coalesced.
 const MAX_IOVECS: usize = 512;

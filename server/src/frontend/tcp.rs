@@ -1,16 +1,16 @@
 //! The TCP front-end: every shard listens on the same address (SO_REUSEPORT, so the kernel
 //! spreads connections over shards) and serves each connection as one task that handles one
-//! request at a time (protocol.md 1.1).
+//! request at a time (protocol.md 1.1). With `[tcp.tls]` on, the same port speaks TLS and the
+//! same frames run inside it (protocol.md 1.5): the code below is generic over the byte stream.
 
-use super::{ResponseFrame, process_frame};
-use crate::clients::ClientEntry;
-use crate::handlers::Session;
+use super::{Registration, ResponseFrame, idle_limit, process_request, with_optional_timeout};
 use crate::shard::Shard;
 use bytes::BytesMut;
 use compio::BufResult;
 use compio::buf::IoBuf;
-use compio::io::{AsyncReadExt, AsyncWriteExt};
+use compio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use compio::net::{TcpListener, TcpSocket, TcpStream};
+use compio_tls::TlsAcceptor;
 use futures_util::future::{Either, select};
 use rill_core::ErrorCode;
 use rill_core::frame::{FrameError, REQUEST_HEADER_SIZE, RequestHeader};
@@ -38,6 +38,7 @@ pub async fn bind(address: SocketAddr) -> io::Result<TcpListener> {
 
 /// Accepts connections until shutdown, spawning one task per connection.
 pub async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
+    let tls = shard.shared.tls.clone().map(TlsAcceptor::from);
     loop {
         let accepted = {
             let shutdown = pin!(shard.shutdown_signal.recv_async());
@@ -54,7 +55,13 @@ pub async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
                 {
                     tracing::warn!(%peer, %error, "cannot set TCP_NODELAY");
                 }
-                compio::runtime::spawn(serve(shard.clone(), stream, peer)).detach();
+                match &tls {
+                    None => compio::runtime::spawn(serve(shard.clone(), stream, peer)).detach(),
+                    Some(tls) => {
+                        compio::runtime::spawn(serve_tls(shard.clone(), tls.clone(), stream, peer))
+                            .detach()
+                    }
+                }
             }
             Err(error) => {
                 // EMFILE and friends: back off briefly instead of spinning.
@@ -74,31 +81,19 @@ enum Stop {
     Error(io::Error),
 }
 
-async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
-    let client_id = rill_core::hash::client_id(&peer.to_string());
-    let mut session = Session {
-        client_id,
-        address: peer,
-        transport: Transport::Tcp,
-        user_id: None,
-        last_heartbeat: Instant::now(),
-    };
-    shard.shared.clients.register(ClientEntry {
-        client_id,
-        address: peer.to_string(),
-        transport: Transport::Tcp,
-        user_id: None,
-        groups: Vec::new(),
-        shard: shard.id,
-    });
-    shard.connections.set(shard.connections.get() + 1);
-    shard.metrics.tcp_accepted.inc();
-    shard
-        .metrics
-        .tcp_connections
-        .set(shard.connections.get() as u64);
-    tracing::debug!(shard = shard.id, client_id, %peer, "client connected");
+/// The TLS handshake, bounded like a login: a client that stalls in it is dropped.
+async fn serve_tls(shard: Rc<Shard>, tls: TlsAcceptor, stream: TcpStream, peer: SocketAddr) {
+    let limit = shard.shared.config.tcp.unauthenticated_timeout.0;
+    match compio::time::timeout(limit, tls.accept(stream)).await {
+        Ok(Ok(stream)) => serve(shard, stream, peer).await,
+        Ok(Err(error)) => tracing::info!(%peer, %error, "TLS handshake failed"),
+        Err(_) => tracing::info!(%peer, "TLS handshake timed out"),
+    }
+}
 
+async fn serve<S: AsyncRead + AsyncWrite>(shard: Rc<Shard>, mut stream: S, peer: SocketAddr) {
+    let (registration, mut session) = Registration::new(&shard, peer, Transport::Tcp);
+    let client_id = session.client_id;
     let stop = serve_frames(&shard, &mut stream, &mut session).await;
     match stop {
         Stop::Shutdown => {
@@ -116,18 +111,16 @@ async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
         Stop::Error(error) => tracing::debug!(client_id, %peer, %error, "connection error"),
         Stop::Closed => {}
     }
-    let _ = stream.close().await;
-    shard.shared.groups.leave_all(client_id);
-    shard.shared.clients.remove(client_id);
-    shard.connections.set(shard.connections.get() - 1);
-    shard
-        .metrics
-        .tcp_connections
-        .set(shard.connections.get() as u64);
-    tracing::debug!(shard = shard.id, client_id, %peer, "client disconnected");
+    // A TLS close_notify, or a FIN; the socket closes when the stream drops.
+    let _ = stream.shutdown().await;
+    drop(registration);
 }
 
-async fn serve_frames(shard: &Shard, stream: &mut TcpStream, session: &mut Session) -> Stop {
+async fn serve_frames<S: AsyncRead + AsyncWrite>(
+    shard: &Shard,
+    stream: &mut S,
+    session: &mut crate::handlers::Session,
+) -> Stop {
     let config = &shard.shared.config.tcp;
     let connected_at = Instant::now();
     let max_send_bytes = config.max_send_messages_size.0 as usize;
@@ -139,20 +132,7 @@ async fn serve_frames(shard: &Shard, stream: &mut TcpStream, session: &mut Sessi
         }
         // Idle wait for the next header: bounded for sessions that have not logged in, and by the
         // heartbeat deadline when heartbeats are verified.
-        let heartbeat = &shard.shared.config.heartbeat;
-        let heartbeat_limit = heartbeat.interval.0.mul_f64(1.2);
-        let idle_limit = match session.user_id {
-            Some(_) if heartbeat.enabled => {
-                Some(heartbeat_limit.saturating_sub(session.last_heartbeat.elapsed()))
-            }
-            Some(_) => None,
-            None => Some(
-                config
-                    .unauthenticated_timeout
-                    .0
-                    .saturating_sub(connected_at.elapsed()),
-            ),
-        };
+        let idle_limit = idle_limit(shard, session, connected_at);
         let read_header = read_exact_array(stream, header_bytes);
         let header = {
             let shutdown = pin!(shard.shutdown_signal.recv_async());
@@ -173,7 +153,8 @@ async fn serve_frames(shard: &Shard, stream: &mut TcpStream, session: &mut Sessi
                 header_bytes = bytes;
                 shard
                     .metrics
-                    .tcp_received_bytes
+                    .transport(Transport::Tcp)
+                    .received_bytes
                     .add(REQUEST_HEADER_SIZE as u64);
                 RequestHeader::parse(bytes)
             }
@@ -206,6 +187,17 @@ async fn serve_frames(shard: &Shard, stream: &mut TcpStream, session: &mut Sessi
                 return Stop::Closed;
             }
         };
+        if session.user_id.is_none() && payload_len > super::MAX_UNAUTHENTICATED_PAYLOAD {
+            // Nothing a session may send before logging in is this large; refusing before the
+            // body arrives keeps anonymous peers from making us reserve megabytes each.
+            let _ = write_frame(
+                shard,
+                stream,
+                ResponseFrame::error(ErrorCode::Unauthenticated),
+            )
+            .await;
+            return Stop::Closed;
+        }
         buffer.clear();
         buffer.reserve(payload_len.max(READ_BUFFER_BYTES));
         let payload = if payload_len == 0 {
@@ -219,28 +211,26 @@ async fn serve_frames(shard: &Shard, stream: &mut TcpStream, session: &mut Sessi
                 }
                 Ok(Err(error)) => return Stop::Error(error),
                 Ok(Ok(mut filled)) => {
-                    shard.metrics.tcp_received_bytes.add(payload_len as u64);
+                    shard
+                        .metrics
+                        .transport(Transport::Tcp)
+                        .received_bytes
+                        .add(payload_len as u64);
                     let payload = filled.split_to(payload_len);
                     buffer = filled;
                     payload
                 }
             }
         };
-        let stale = heartbeat.enabled
-            && session.user_id.is_some()
-            && session.last_heartbeat.elapsed() > heartbeat_limit;
-        let response = if stale && header.code != rill_core::CommandCode::Ping.code() {
-            tracing::info!(
-                client_id = session.client_id,
-                "session missed its heartbeats; closing"
-            );
-            ResponseFrame::error(ErrorCode::StaleClient)
-        } else {
-            process_frame(shard, session, header.code, payload).await
-        };
+        let response = process_request(shard, session, header.code, payload).await;
         let closes = response.closes_connection();
-        if let Err(error) = write_frame(shard, stream, response).await {
-            return Stop::Error(error);
+        // A peer that stops reading must not pin this task and its response forever.
+        match compio::time::timeout(config.read_timeout.0, write_frame(shard, stream, response))
+            .await
+        {
+            Err(_) => return Stop::Timeout("response write"),
+            Ok(Err(error)) => return Stop::Error(error),
+            Ok(Ok(())) => {}
         }
         if closes {
             return Stop::Closed;
@@ -248,18 +238,8 @@ async fn serve_frames(shard: &Shard, stream: &mut TcpStream, session: &mut Sessi
     }
 }
 
-async fn with_optional_timeout<T>(
-    limit: Option<Duration>,
-    future: impl Future<Output = T>,
-) -> Option<T> {
-    match limit {
-        Some(limit) => compio::time::timeout(limit, future).await.ok(),
-        None => Some(future.await),
-    }
-}
-
-async fn read_exact_array<const N: usize>(
-    stream: &mut TcpStream,
+pub(super) async fn read_exact_array<const N: usize, S: AsyncRead>(
+    stream: &mut S,
     buffer: [u8; N],
 ) -> io::Result<[u8; N]> {
     let BufResult(result, buffer) = stream.read_exact(buffer).await;
@@ -267,8 +247,8 @@ async fn read_exact_array<const N: usize>(
 }
 
 /// Reads exactly `len` bytes into `buffer`'s spare capacity (which must hold them).
-async fn read_payload(
-    stream: &mut TcpStream,
+pub(super) async fn read_payload<S: AsyncRead>(
+    stream: &mut S,
     buffer: BytesMut,
     len: usize,
 ) -> io::Result<BytesMut> {
@@ -281,9 +261,10 @@ async fn read_payload(
 }
 
 /// Writes a whole response frame with one vectored write (header and payload together).
-async fn write_frame(
+/// TLS buffers what it encrypts, hence the flush (a no-op on a plain socket).
+async fn write_frame<S: AsyncWrite>(
     shard: &Shard,
-    stream: &mut TcpStream,
+    stream: &mut S,
     frame: ResponseFrame,
 ) -> io::Result<()> {
     let bytes: usize = frame.chunks.iter().map(|chunk| chunk.len()).sum();
@@ -294,8 +275,12 @@ async fn write_frame(
     } else {
         stream.write_vectored_all(frame.chunks).await
     };
-    if result.is_ok() {
-        shard.metrics.tcp_sent_bytes.add(bytes as u64);
-    }
-    result
+    result?;
+    stream.flush().await?;
+    shard
+        .metrics
+        .transport(Transport::Tcp)
+        .sent_bytes
+        .add(bytes as u64);
+    Ok(())
 }

@@ -64,7 +64,12 @@ pub fn cluster_metadata(shard: &Shard) -> HandlerResult {
             name: "iggy-node".into(),
             ip: address.ip().to_string(),
             tcp_port: address.port(),
-            quic_port: 8080,
+            quic_port: shard
+                .shared
+                .quic_address
+                .map_or(shard.shared.config.quic.address.port(), |address| {
+                    address.port()
+                }),
             http_port: shard
                 .shared
                 .http_address

@@ -28,9 +28,11 @@ pub async fn login(shard: &Shard, session: &mut Session, request: LoginUser) -> 
         .ok_or(ErrorCode::InvalidCredentials)?;
     // Argon2 takes tens of milliseconds of CPU: keep it off the shard's event loop.
     let hash = user.password_hash.clone();
-    let verified = compio::runtime::spawn_blocking(move || verify_password(&password, &hash))
-        .await
-        .map_err(|_| ErrorCode::Error)?;
+    let verified = shard
+        .shared
+        .password_checks
+        .run(move || verify_password(&password, &hash))
+        .await?;
     if !verified {
         return Err(ErrorCode::InvalidCredentials);
     }

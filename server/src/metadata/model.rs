@@ -184,6 +184,12 @@ pub enum MetadataOp {
     },
 }
 
+/// Most partitions one CreateTopic or CreatePartitions op may add: the control lane's limit per
+/// request (control/topics.rs). [`Metadata::apply`] ignores ops above it, so a corrupted but
+/// checksum-valid metadata record cannot make boot allocate billions of partitions or overflow
+/// partition ids.
+pub const MAX_PARTITIONS_PER_OP: u32 = 1000;
+
 impl Metadata {
     /// Applies one op. Ops are validated before they are logged, so an op that does not fit
     /// the state is a bug in the caller; it is ignored rather than crashing a reader copy.
@@ -219,6 +225,9 @@ impl Metadata {
                 settings,
                 partitions_count,
             } => {
+                if *partitions_count > MAX_PARTITIONS_PER_OP {
+                    return;
+                }
                 if let Some(stream) = self.streams.get_mut(stream_id) {
                     let partitions = (0..*partitions_count)
                         .map(|partition_id| PartitionMeta {
@@ -266,11 +275,17 @@ impl Metadata {
                 count,
                 created_at,
             } => {
+                if *count > MAX_PARTITIONS_PER_OP {
+                    return;
+                }
                 if let Some(topic) = self.topic_mut(*stream_id, *topic_id) {
                     let first = topic.partitions.len() as u32;
+                    let Some(end) = first.checked_add(*count) else {
+                        return;
+                    };
                     topic
                         .partitions
-                        .extend((first..first + count).map(|id| PartitionMeta {
+                        .extend((first..end).map(|id| PartitionMeta {
                             id,
                             created_at: *created_at,
                         }));
@@ -465,6 +480,54 @@ impl left_right::Absorb<MetadataOp> for Metadata {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn partition_ops_beyond_the_limit_are_ignored() {
+        let mut metadata = Metadata::default();
+        let settings = TopicSettings {
+            name: "t".into(),
+            compression: CompressionAlgorithm::None,
+            message_expiry: u64::MAX,
+            max_topic_size: u64::MAX,
+            replication_factor: 1,
+        };
+        metadata.apply(&MetadataOp::CreateStream {
+            id: 0,
+            name: "s".into(),
+            created_at: 1,
+        });
+        metadata.apply(&MetadataOp::CreateTopic {
+            stream_id: 0,
+            id: 0,
+            created_at: 1,
+            settings: settings.clone(),
+            partitions_count: u32::MAX,
+        });
+        assert!(metadata.streams[&0].topics.is_empty());
+        metadata.apply(&MetadataOp::CreateTopic {
+            stream_id: 0,
+            id: 0,
+            created_at: 1,
+            settings,
+            partitions_count: 2,
+        });
+        for count in [u32::MAX, u32::MAX - 1, MAX_PARTITIONS_PER_OP + 1] {
+            metadata.apply(&MetadataOp::CreatePartitions {
+                stream_id: 0,
+                topic_id: 0,
+                count,
+                created_at: 2,
+            });
+        }
+        assert_eq!(metadata.streams[&0].topics[&0].partitions.len(), 2);
+        metadata.apply(&MetadataOp::CreatePartitions {
+            stream_id: 0,
+            topic_id: 0,
+            count: MAX_PARTITIONS_PER_OP,
+            created_at: 2,
+        });
+        assert_eq!(metadata.streams[&0].topics[&0].partitions.len(), 1002);
+    }
 
     #[test]
     fn lowest_free_id_fills_gaps() {

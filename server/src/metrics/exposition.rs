@@ -298,10 +298,10 @@ fn shard_label(shard: usize) -> [(&'static str, String); 1] {
     [("shard", shard.to_string())]
 }
 
-fn tcp_label(shard: usize) -> [(&'static str, String); 2] {
+fn transport_labels(shard: usize, transport: &str) -> [(&'static str, String); 2] {
     [
         ("shard", shard.to_string()),
-        ("transport", "tcp".to_string()),
+        ("transport", transport.to_string()),
     ]
 }
 
@@ -325,15 +325,20 @@ impl Scrape {
             .map(move |(shard, figures)| (shard_label(shard), value(figures)))
     }
 
-    fn per_shard_tcp<'a>(
+    fn per_shard_transport<'a>(
         &'a self,
-        value: impl Fn(&super::ShardSnapshot) -> u64 + 'a,
+        value: impl Fn(&super::TransportSnapshot) -> u64 + Copy + 'a,
     ) -> impl Iterator<Item = ([(&'static str, String); 2], u64)> + 'a {
         self.metrics
             .shards
             .iter()
             .enumerate()
-            .map(move |(shard, figures)| (tcp_label(shard), value(figures)))
+            .flat_map(move |(shard, figures)| {
+                super::TRANSPORTS
+                    .iter()
+                    .zip(&figures.transports)
+                    .map(move |(name, transport)| (transport_labels(shard, name), value(transport)))
+            })
     }
 
     fn encode_requests(&self, encoder: &mut DescriptorEncoder) -> Result<(), Error> {
@@ -414,25 +419,25 @@ impl Scrape {
             encoder,
             "iggy_connections",
             "Open client connections, by shard and transport.",
-            self.per_shard_tcp(|s| s.tcp_connections),
+            self.per_shard_transport(|t| t.connections),
         )?;
         counter(
             encoder,
             "iggy_connections_accepted",
             "Client connections accepted, by shard and transport.",
-            self.per_shard_tcp(|s| s.tcp_accepted),
+            self.per_shard_transport(|t| t.accepted),
         )?;
         counter(
             encoder,
             "iggy_received_bytes",
             "Request bytes received (frame headers included), by shard and transport.",
-            self.per_shard_tcp(|s| s.tcp_received_bytes),
+            self.per_shard_transport(|t| t.received_bytes),
         )?;
         counter(
             encoder,
             "iggy_sent_bytes",
             "Response bytes sent (frame headers included), by shard and transport.",
-            self.per_shard_tcp(|s| s.tcp_sent_bytes),
+            self.per_shard_transport(|t| t.sent_bytes),
         )?;
         counter(
             encoder,

@@ -192,6 +192,58 @@ pub fn ack_mode_slot(mode: crate::storage::AckMode) -> usize {
     }
 }
 
+/// The transports with their own series, in [`ShardMetrics::transports`] order.
+pub const TRANSPORTS: [&str; 2] = ["tcp", "quic"];
+
+/// One transport's connections and bytes on one shard.
+#[derive(Debug, Default)]
+pub struct TransportMetrics {
+    pub connections: Gauge,
+    pub accepted: Counter,
+    pub received_bytes: Counter,
+    pub sent_bytes: Counter,
+}
+
+impl TransportMetrics {
+    pub fn connected(&self) {
+        self.accepted.inc();
+        self.connections.set(self.connections.get() + 1);
+    }
+
+    pub fn disconnected(&self) {
+        self.connections
+            .set(self.connections.get().saturating_sub(1));
+    }
+
+    fn snapshot(&self) -> TransportSnapshot {
+        TransportSnapshot {
+            connections: self.connections.get(),
+            accepted: self.accepted.get(),
+            received_bytes: self.received_bytes.get(),
+            sent_bytes: self.sent_bytes.get(),
+        }
+    }
+}
+
+/// [`TransportMetrics`] at scrape time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TransportSnapshot {
+    pub connections: u64,
+    pub accepted: u64,
+    pub received_bytes: u64,
+    pub sent_bytes: u64,
+}
+
+impl ShardMetrics {
+    /// This shard's figures for `transport` (HTTP and WebSocket are not served: they count as TCP).
+    pub fn transport(&self, transport: rill_core::primitives::Transport) -> &TransportMetrics {
+        match transport {
+            rill_core::primitives::Transport::Quic => &self.transports[1],
+            _ => &self.transports[0],
+        }
+    }
+}
+
 /// One shard's metrics. Written only by that shard's thread.
 #[derive(Debug)]
 #[repr(align(128))]
@@ -202,10 +254,8 @@ pub struct ShardMetrics {
     latency: Box<[LatencyHistogram]>,
     /// Per command slot.
     slow_requests: Box<[Counter]>,
-    pub tcp_connections: Gauge,
-    pub tcp_accepted: Counter,
-    pub tcp_received_bytes: Counter,
-    pub tcp_sent_bytes: Counter,
+    /// Connections and bytes by transport ([`TRANSPORTS`]; TLS counts as TCP).
+    pub transports: [TransportMetrics; 2],
     /// Messages accepted from SendMessages on this shard's connections, and their stored size.
     pub messages_in: Counter,
     pub messages_in_bytes: Counter,
@@ -250,10 +300,7 @@ impl Default for ShardMetrics {
                 .map(|_| LatencyHistogram::default())
                 .collect(),
             slow_requests: (0..COMMAND_SLOTS).map(|_| Counter::default()).collect(),
-            tcp_connections: Gauge::default(),
-            tcp_accepted: Counter::default(),
-            tcp_received_bytes: Counter::default(),
-            tcp_sent_bytes: Counter::default(),
+            transports: Default::default(),
             messages_in: Counter::default(),
             messages_in_bytes: Counter::default(),
             messages_out: Counter::default(),
@@ -359,10 +406,7 @@ impl Metrics {
             snapshot.metadata_log_appends += shard.metadata_log_appends.get();
             snapshot.metadata_snapshots += shard.metadata_snapshots.get();
             snapshot.shards.push(ShardSnapshot {
-                tcp_connections: shard.tcp_connections.get(),
-                tcp_accepted: shard.tcp_accepted.get(),
-                tcp_received_bytes: shard.tcp_received_bytes.get(),
-                tcp_sent_bytes: shard.tcp_sent_bytes.get(),
+                transports: shard.transports.each_ref().map(TransportMetrics::snapshot),
                 messages_in: shard.messages_in.get(),
                 messages_in_bytes: shard.messages_in_bytes.get(),
                 messages_out: shard.messages_out.get(),
@@ -412,10 +456,8 @@ impl MetricsSnapshot {
 /// One shard's figures at scrape time.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ShardSnapshot {
-    pub tcp_connections: u64,
-    pub tcp_accepted: u64,
-    pub tcp_received_bytes: u64,
-    pub tcp_sent_bytes: u64,
+    /// By [`TRANSPORTS`].
+    pub transports: [TransportSnapshot; 2],
     pub messages_in: u64,
     pub messages_in_bytes: u64,
     pub messages_out: u64,
@@ -481,6 +523,7 @@ pub fn spawn_publisher(shard: &Rc<Shard>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rill_core::primitives::Transport;
 
     #[test]
     fn slots_round_trip_to_labels() {
@@ -535,7 +578,7 @@ mod tests {
         metrics.shards[2].record_request(send, None, Duration::from_secs(20), true);
         metrics.shards[0].messages_in.add(7);
         metrics.shards[2].messages_in.add(5);
-        metrics.shards[1].tcp_connections.set(4);
+        metrics.shards[1].transport(Transport::Quic).connected();
         metrics.shards[0].metadata_log_bytes.set(1234);
         metrics.shards[1].write_rounds.add_bucketed(&[2, 0, 1], 6);
         metrics.shards[2].write_rounds.add_bucketed(&[1], 1);
@@ -562,7 +605,9 @@ mod tests {
                 .collect::<Vec<_>>(),
             [7, 0, 5]
         );
-        assert_eq!(snapshot.shards[1].tcp_connections, 4);
+        assert_eq!(snapshot.shards[1].transports[1].connections, 1);
+        assert_eq!(snapshot.shards[1].transports[1].accepted, 1);
+        assert_eq!(snapshot.shards[1].transports[0].connections, 0);
         assert_eq!(snapshot.metadata_log_bytes, 1234);
         assert_eq!(snapshot.write_rounds.buckets[..3], [3, 0, 1]);
         assert_eq!(snapshot.write_rounds.count(), 4);

@@ -49,6 +49,12 @@ pub struct SharedState {
     pub shards_started: std::sync::atomic::AtomicU16,
     /// The TCP address shard 0 bound (resolves port 0 for the other shards).
     pub tcp_address: OnceLock<SocketAddr>,
+    /// The QUIC address the shards' sockets are bound to (port 0 resolved), when QUIC is on.
+    pub quic_address: Option<SocketAddr>,
+    /// Limits concurrent Argon2id password checks (logins).
+    pub password_checks: crate::auth::PasswordChecks,
+    /// TLS for the TCP port, when `[tcp.tls]` is on.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
     /// The address the HTTP endpoint bound, once it listens.
     pub http_address: OnceLock<SocketAddr>,
     /// Every shard's metric cells (each written only by its shard), read by the scraper.

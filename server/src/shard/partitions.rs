@@ -45,6 +45,8 @@ pub struct LocalPartition {
     metrics: ShardMetricsHandle,
     /// The storage stats last published to the metrics (for the writer counters' deltas).
     published: Cell<PartitionStats>,
+    /// A reopen after a storage failure is in progress (see [`LocalPartition::writable_storage`]).
+    reopening: Cell<bool>,
 }
 
 fn storage_error(error: storage::StorageError) -> ErrorCode {
@@ -107,6 +109,7 @@ impl LocalPartition {
             dir,
             metrics,
             published: Cell::new(published),
+            reopening: Cell::new(false),
         };
         partition.load_offsets();
         partition.refresh_counters();
@@ -119,12 +122,44 @@ impl LocalPartition {
         self.storage.borrow().clone()
     }
 
+    /// The storage for an operation that writes. After a write or sync failure (ENOSPC, EIO, a
+    /// failed fsync) the storage refuses appends; the next writing operation reopens it from
+    /// disk, cut back to what was acknowledged (see `Partition::reopen_after_failure`), so
+    /// writes resume once the fault clears. While the fault persists the reopen fails and the
+    /// operation gets the failed log's error (4010 CannotAppendMessage); reads keep being
+    /// served by the failed log, which never shows more than it wrote.
+    async fn writable_storage(&self) -> Result<Rc<storage::Partition>, ErrorCode> {
+        let current = self.storage();
+        if !current.is_failed() || self.reopening.replace(true) {
+            return Ok(current);
+        }
+        let reopened = current.reopen_after_failure().await;
+        self.reopening.set(false);
+        match reopened {
+            Ok((fresh, _report)) => {
+                let mut published = fresh.stats();
+                published.writes = Default::default();
+                self.published.set(published);
+                let fresh = Rc::new(fresh);
+                *self.storage.borrow_mut() = Rc::clone(&fresh);
+                // Stored offsets never point past the data (memory mode may have lost some).
+                self.load_offsets();
+                Ok(fresh)
+            }
+            Err(error) => {
+                tracing::warn!(partition = %self.key, %error, "cannot reopen the failed partition yet");
+                Err(ErrorCode::CannotAppendMessage)
+            }
+        }
+    }
+
     /// Removes every message and restarts the log at offset 0, as upstream's purge does:
     /// the current log is closed, its segment files deleted and a fresh one created. Consumer
     /// offsets are cleared by the caller. An append racing the purge fails with the closed
     /// log's error rather than landing in either log.
     async fn purge_log(&self) -> Result<(), ErrorCode> {
-        let old = self.storage();
+        // A log stopped by a storage failure is reopened first (it could not be closed).
+        let old = self.writable_storage().await?;
         let config = old.config().clone();
         old.close().await.map_err(storage_error)?;
         let entries = std::fs::read_dir(&self.dir).map_err(|error| {
@@ -240,7 +275,8 @@ impl LocalPartition {
                 let timestamp = crate::time::now_micros();
                 let messages = u64::from(batch.count());
                 let started = std::time::Instant::now();
-                self.storage()
+                self.writable_storage()
+                    .await?
                     .append(batch, timestamp)
                     .await
                     .map_err(storage_error)?;
@@ -267,7 +303,11 @@ impl LocalPartition {
                 Ok(DataReply::Polled(polled))
             }
             DataOp::Flush { fsync } => {
-                self.storage().flush(fsync).await.map_err(storage_error)?;
+                self.writable_storage()
+                    .await?
+                    .flush(fsync)
+                    .await
+                    .map_err(storage_error)?;
                 Ok(DataReply::Done)
             }
             DataOp::DeleteSegments { count } => {

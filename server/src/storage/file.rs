@@ -8,6 +8,7 @@
 //! filesystems) the file is opened buffered instead and one warning says so.
 
 use super::error::{IoOperation, StorageError};
+use super::fault::{self, FaultPoint};
 use super::pool::{AlignedBuf, BLOCK_SIZE, PooledBuf, align_down, align_up};
 use bytes::Bytes;
 use compio::BufResult;
@@ -27,23 +28,42 @@ thread_local! {
     pub(crate) static REFUSE_DIRECT_IO: Cell<bool> = const { Cell::new(false) };
     /// Fault injection: the log write after this many more succeeds fails with EIO.
     pub(crate) static FAIL_LOG_WRITE_AFTER: Cell<Option<u32>> = const { Cell::new(None) };
+    /// Fault injection: the fdatasync after this many more succeeds fails with EIO.
+    pub(crate) static FAIL_SYNC_AFTER: Cell<Option<u32>> = const { Cell::new(None) };
+}
+
+#[cfg(test)]
+fn count_down(countdown: &Cell<Option<u32>>) -> bool {
+    match countdown.get() {
+        Some(0) => {
+            countdown.set(None);
+            true
+        }
+        Some(remaining) => {
+            countdown.set(Some(remaining - 1));
+            false
+        }
+        None => false,
+    }
+}
+
+/// Whether unit-test fault injection makes this fdatasync fail (always false outside them).
+fn injected_sync_failure() -> bool {
+    #[cfg(test)]
+    {
+        FAIL_SYNC_AFTER.with(count_down)
+    }
+    #[cfg(not(test))]
+    {
+        false
+    }
 }
 
 /// Whether fault injection makes this write fail (always false outside unit tests).
 fn injected_write_failure() -> bool {
     #[cfg(test)]
     {
-        FAIL_LOG_WRITE_AFTER.with(|countdown| match countdown.get() {
-            Some(0) => {
-                countdown.set(None);
-                true
-            }
-            Some(remaining) => {
-                countdown.set(Some(remaining - 1));
-                false
-            }
-            None => false,
-        })
+        FAIL_LOG_WRITE_AFTER.with(count_down)
     }
     #[cfg(not(test))]
     {
@@ -164,6 +184,9 @@ impl DirectFile {
         let step = allocated.clamp(256 * 1024, max_chunk_bytes.max(BLOCK_SIZE as u64));
         let target = align_up((allocated + step).min(align_up(soft_limit_bytes)).max(end));
         let length = i64::try_from(target).expect("segment sizes fit in i64");
+        if let Some(error) = fault::injected(FaultPoint::Write, &self.path) {
+            return Err(StorageError::io(IoOperation::Write, &self.path, error));
+        }
         // SAFETY: plain syscall on a descriptor we own.
         let result = unsafe { libc::fallocate(self.file.as_raw_fd(), 0, 0, length) };
         if result == 0 {
@@ -223,8 +246,12 @@ impl DirectFile {
         position: u64,
     ) -> (Result<(), StorageError>, Vec<PooledBuf>) {
         let total: usize = buffers.iter().map(|buf| buf.len()).sum();
-        if injected_write_failure() {
-            let error = io::Error::from_raw_os_error(libc::EIO);
+        let injected = if injected_write_failure() {
+            Some(io::Error::from_raw_os_error(libc::EIO))
+        } else {
+            fault::injected(FaultPoint::Write, &self.path)
+        };
+        if let Some(error) = injected {
             return (
                 Err(StorageError::io(IoOperation::Write, &self.path, error)),
                 buffers,
@@ -275,6 +302,12 @@ impl DirectFile {
         from: usize,
         position: u64,
     ) -> (Result<(), StorageError>, PooledBuf) {
+        if let Some(error) = fault::injected(FaultPoint::Write, &self.path) {
+            return (
+                Err(StorageError::io(IoOperation::Write, &self.path, error)),
+                buf,
+            );
+        }
         let mut file = &self.file;
         let mut done = from;
         let mut buf = buf;
@@ -374,6 +407,13 @@ impl DirectFile {
 
     /// fdatasync: the data and the metadata needed to read it (size, extents).
     pub(crate) async fn sync_data(&self) -> Result<(), StorageError> {
+        if injected_sync_failure() {
+            let error = io::Error::from_raw_os_error(libc::EIO);
+            return Err(StorageError::io(IoOperation::Sync, &self.path, error));
+        }
+        if let Some(error) = fault::injected(FaultPoint::Sync, &self.path) {
+            return Err(StorageError::io(IoOperation::Sync, &self.path, error));
+        }
         self.file
             .sync_data()
             .await
@@ -382,6 +422,9 @@ impl DirectFile {
 
     /// fsync.
     pub(crate) async fn sync_all(&self) -> Result<(), StorageError> {
+        if let Some(error) = fault::injected(FaultPoint::Sync, &self.path) {
+            return Err(StorageError::io(IoOperation::Sync, &self.path, error));
+        }
         self.file
             .sync_all()
             .await
@@ -443,6 +486,9 @@ fn direct_io_alignment_is_supported(file: &File) -> bool {
 
 /// fsyncs a directory so that files created or removed in it stay so after a power loss.
 pub(crate) async fn sync_directory(path: &Path) -> Result<(), StorageError> {
+    if let Some(error) = fault::injected(FaultPoint::Sync, path) {
+        return Err(StorageError::io(IoOperation::Sync, path, error));
+    }
     let directory = File::open(path)
         .await
         .map_err(|error| StorageError::io(IoOperation::Directory, path, error))?;

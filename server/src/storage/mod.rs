@@ -21,6 +21,7 @@
 //! | `pool.rs` | `AlignedBuf`, `BufferPool` (per shard, power-of-two classes 4 KiB..=64 MiB), `PooledBuf` |
 //! | `config.rs` | `AckMode`, `PartitionConfig` and limits |
 //! | `error.rs` | `StorageError` and its wire status code |
+//! | `fault.rs` | fault injection for tests of the real binary (`RILL_STORAGE_FAULT_FILE`) |
 //! | `wait.rs` | single-threaded wait lists and a two-future join |
 //!
 //! # On-disk layout
@@ -171,6 +172,18 @@
 //! fresh one starting at offset 0 (`shard/partitions.rs`). Readers holding a deleted segment's
 //! files finish on the unlinked inodes.
 //!
+//! # Write and sync failures
+//!
+//! A failed write, preallocation (ENOSPC), file creation, truncation or fsync stops the writer:
+//! the appends waiting on it fail, later appends are refused, reads keep serving what the
+//! watermark covers (it never moves past what was written, or in `fsync` mode synced).
+//! [`Partition::reopen_after_failure`] then cuts the files back to the acknowledgement
+//! watermark (in `fsync` mode the durable end: data a failed fsync should have covered is
+//! never assumed durable, it is removed and its appends, which got an error, can be retried)
+//! and opens the partition again from disk. The server calls it on the next append or flush
+//! (`shard/partitions.rs`), so writes resume once the fault clears; while it persists the
+//! reopen fails (the cut needs a truncate and an fsync) and appends get 4010.
+//!
 //! # Invariants
 //!
 //! * Only the writer task writes, truncates, syncs or creates segment files.
@@ -182,6 +195,7 @@
 
 mod config;
 mod error;
+mod fault;
 mod file;
 mod index;
 mod partition;
@@ -191,6 +205,7 @@ mod wait;
 
 pub use config::{AckMode, MAX_BATCH_BYTES, MAX_SEGMENT_SIZE_BYTES, PartitionConfig};
 pub use error::{IoOperation, StorageError};
+pub use fault::FAULT_FILE_ENV;
 pub use index::{INDEX_ENTRY_SIZE, IndexEntry};
 pub use partition::{
     AppendOutcome, Partition, PartitionStats, ReadOutcome, RecoveryReport, RetentionOutcome,

@@ -7,7 +7,7 @@
 
 use super::config::{AckMode, MAX_BATCH_BYTES, MIN_WRITE_BUFFER_BYTES, PartitionConfig};
 use super::error::{IoOperation, StorageError};
-use super::file::sync_directory;
+use super::file::{DirectFile, sync_directory};
 use super::index::{INDEX_ENTRY_SIZE, IndexEntry, MemoryIndex};
 use super::pool::{BLOCK_SIZE, BufferPool, PooledBuf, align_down, align_up};
 use super::segment::{
@@ -414,6 +414,7 @@ impl Partition {
             let files = SegmentFiles::open(&dir, start, false).await?;
             direct &= files.log.is_direct();
             if !last && let Some(summary) = check_sealed(&files, start).await? {
+                files.index.close();
                 segments.push_back(Segment {
                     start_offset: start,
                     files: Some(Rc::new(files)),
@@ -463,9 +464,10 @@ impl Partition {
                 // Whatever a crash left in the device cache is made durable now, so the fsync
                 // watermark can start at the end of the recovered data.
                 files.log.sync_all().await?;
-                files.index.sync_all().await?;
+                files.index.get().await?.sync_all().await?;
                 tail = recovered.tail;
             }
+            files.index.close();
             segments.push_back(Segment {
                 start_offset: start,
                 files: Some(Rc::new(files)),
@@ -1056,6 +1058,102 @@ impl Partition {
         }
     }
 
+    /// Whether a write, sync or file operation failed: appends are refused until the partition
+    /// is reopened with [`Partition::reopen_after_failure`]. Reads keep working.
+    pub fn is_failed(&self) -> bool {
+        self.inner.state.borrow().failure.is_some()
+    }
+
+    /// After a failure: cuts the files back to what this instance can vouch for and opens the
+    /// partition again from disk (recovery as after a crash). Fails, leaving this instance as
+    /// it is, while the fault persists (the cut needs a truncate and an fsync).
+    ///
+    /// What is kept: everything below the acknowledgement watermark of the partition's ack
+    /// mode, that is every acknowledged message. In `fsync` mode that is the durable end: data
+    /// written but not covered by a successful fsync (the write of a round whose fsync failed,
+    /// or later rounds) is cut, never assumed durable because a later fsync succeeds
+    /// ("fsyncgate"); its appends got an error, so a client retry writes it again. In `written`
+    /// and `memory` modes it is the end of completed writes (a failed fsync there only fails
+    /// the flush that asked for it). Sealed segments were fsynced when sealed and are kept.
+    pub async fn reopen_after_failure(&self) -> Result<(Partition, RecoveryReport), StorageError> {
+        assert!(
+            self.is_failed(),
+            "reopen_after_failure on a healthy partition"
+        );
+        let writer = self.writer.borrow_mut().take();
+        if let Some(writer) = writer {
+            let _ = writer.await;
+        }
+        let inner = &*self.inner;
+        // (segment start, Some((log length, message count)) to cut to, or None to remove).
+        let cuts: Vec<(u64, Option<(u64, u64)>)> = {
+            let state = inner.state.borrow();
+            let watermark = match inner.config.ack_mode {
+                AckMode::Fsync => state.durable_end,
+                AckMode::Written | AckMode::Memory => state.written_end,
+            };
+            let sealed_end = state
+                .segments
+                .iter()
+                .filter(|segment| segment.sealed)
+                .map(Segment::end_offset)
+                .max()
+                .unwrap_or(0);
+            let keep_end = watermark.max(sealed_end);
+            let mut kept_one = state.segments.iter().any(|segment| segment.sealed);
+            let mut cuts = Vec::new();
+            for segment in state.segments.iter().filter(|segment| !segment.sealed) {
+                if segment.start_offset > keep_end && kept_one {
+                    cuts.push((segment.start_offset, None));
+                    continue;
+                }
+                kept_one = true;
+                let count = keep_end
+                    .saturating_sub(segment.start_offset)
+                    .min(segment.accepted_count);
+                let len = match &segment.index {
+                    Some(index) => index.start_position(count as usize),
+                    None => segment.accepted_len,
+                };
+                cuts.push((segment.start_offset, Some((len, count))));
+            }
+            cuts
+        };
+        for (start, cut) in cuts {
+            match cut {
+                None => remove_segment_files(&inner.dir, start).await?,
+                Some((len, count)) => {
+                    if !log_path(&inner.dir, start).exists() {
+                        continue;
+                    }
+                    let files = SegmentFiles::open(&inner.dir, start, false).await?;
+                    if files.log.size().await? > len {
+                        files.log.truncate(len).await?;
+                    }
+                    let index = files.index.get().await?;
+                    if index.size().await? > count * INDEX_ENTRY_SIZE as u64 {
+                        index.truncate(count * INDEX_ENTRY_SIZE as u64).await?;
+                    }
+                    files.log.sync_all().await?;
+                    index.sync_all().await?;
+                }
+            }
+        }
+        sync_directory(&inner.dir).await?;
+        let (partition, report) = Partition::open(
+            inner.dir.clone(),
+            inner.config.clone(),
+            Rc::clone(&inner.pool),
+        )
+        .await?;
+        tracing::warn!(
+            dir = %inner.dir.display(),
+            next_offset = report.next_offset,
+            "partition reopened after a storage failure; appends are accepted again"
+        );
+        Ok((partition, report))
+    }
+
     /// Stops the writer without writing what is pending and removes the partition directory
     /// with everything in it.
     pub async fn delete(self) -> Result<(), StorageError> {
@@ -1429,7 +1527,7 @@ async fn writer_loop(inner: Rc<Inner>) {
             tracing::error!(
                 dir = %inner.dir.display(),
                 %error,
-                "partition write failed; appends are refused until the partition is reopened"
+                "partition write failed; appends are refused until the partition is reopened (the next append tries)"
             );
             inner.state.borrow_mut().failure = Some(error);
             inner.progress.notify_all();
@@ -1685,7 +1783,10 @@ async fn create_segment_files(inner: &Inner, start_offset: u64) -> Result<(), St
 /// Writes index entries that are only in memory.
 async fn write_index(files: &SegmentFiles, index: Option<IndexWrite>) -> Result<(), StorageError> {
     match index {
-        Some(IndexWrite { buf, position }) => files.index.write_all_at(buf, 0, position).await.0,
+        Some(IndexWrite { buf, position }) => {
+            let index = files.index.get().await?;
+            index.write_all_at(buf, 0, position).await.0
+        }
         None => Ok(()),
     }
 }
@@ -1700,12 +1801,12 @@ async fn seal_segment(
 ) -> Result<(), StorageError> {
     write_index(files, index).await?;
     files.log.truncate(len).await?;
-    files
-        .index
-        .truncate(count * INDEX_ENTRY_SIZE as u64)
-        .await?;
+    let index_file = files.index.get().await?;
+    index_file.truncate(count * INDEX_ENTRY_SIZE as u64).await?;
     files.log.sync_all().await?;
-    files.index.sync_all().await?;
+    index_file.sync_all().await?;
+    // Opened again by the first read of this segment.
+    files.index.close();
     let mut state = inner.state.borrow_mut();
     if let Some(segment) = state.segment_mut(segment_start) {
         segment.sealed = true;
@@ -1723,12 +1824,10 @@ async fn shutdown(
         write_index(&files, index).await?;
         inner.state.borrow_mut().active_index_persisted(count);
         files.log.truncate(len).await?;
-        files
-            .index
-            .truncate(count * INDEX_ENTRY_SIZE as u64)
-            .await?;
+        let index_file = files.index.get().await?;
+        index_file.truncate(count * INDEX_ENTRY_SIZE as u64).await?;
         files.log.sync_all().await?;
-        files.index.sync_all().await?;
+        index_file.sync_all().await?;
         // Lets the next open trust these files without reading the whole segment.
         let start = inner.state.borrow().active().start_offset;
         let marker = inner.dir.join(CLEAN_SHUTDOWN_MARKER);
@@ -1911,6 +2010,8 @@ async fn read_with_disk_index(
     let first_entry = relative.saturating_sub(1);
     let entry_bytes = files
         .index
+        .get()
+        .await?
         .read_range(
             first_entry * INDEX_ENTRY_SIZE as u64,
             (relative + count) * INDEX_ENTRY_SIZE as u64,
@@ -1988,11 +2089,12 @@ async fn search_index_file(
 ) -> Result<Option<u64>, StorageError> {
     const ENTRIES_PER_PAGE: u64 = (BLOCK_SIZE / INDEX_ENTRY_SIZE) as u64;
     let pages = count.div_ceil(ENTRIES_PER_PAGE);
+    let index_file = files.index.get().await?;
+    let index: &DirectFile = &index_file;
     let read_page = |page: u64| async move {
         let from = page * ENTRIES_PER_PAGE;
         let to = (from + ENTRIES_PER_PAGE).min(count);
-        let bytes = files
-            .index
+        let bytes = index
             .read_range(from * INDEX_ENTRY_SIZE as u64, to * INDEX_ENTRY_SIZE as u64)
             .await?;
         Ok::<_, StorageError>(

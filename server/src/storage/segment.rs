@@ -5,6 +5,7 @@ use super::file::DirectFile;
 use super::index::{INDEX_ENTRY_SIZE, IndexEntry, MemoryIndex};
 use super::pool::{AlignedBuf, BufferPool, align_down};
 use rill_core::message::{HEADER_SIZE, MessageView};
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -56,26 +57,60 @@ pub(crate) fn parse_log_name(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// The open `.log` and `.index` of one segment.
+/// The `.log` of one segment, open, and its `.index`, open only while needed.
 pub(crate) struct SegmentFiles {
     pub(crate) log: DirectFile,
-    pub(crate) index: DirectFile,
+    pub(crate) index: IndexFile,
 }
 
 impl SegmentFiles {
+    /// Opens the log; with `create`, creates (truncates) both files.
     pub(crate) async fn open(
         dir: &Path,
         start_offset: u64,
         create: bool,
     ) -> Result<SegmentFiles, StorageError> {
         let log = DirectFile::open(&log_path(dir, start_offset), create).await?;
-        // A missing index is rebuilt from the log by recovery; opening with create makes an
-        // empty one for it to fill.
-        let index_file = index_path(dir, start_offset);
-        let index_exists = std::fs::exists(&index_file)
-            .map_err(|error| StorageError::io(IoOperation::Open, &index_file, error))?;
-        let index = DirectFile::open(&index_file, create || !index_exists).await?;
+        let index = IndexFile {
+            path: index_path(dir, start_offset),
+            file: RefCell::new(None),
+        };
+        if create {
+            DirectFile::open(&index.path, true).await?;
+        }
         Ok(SegmentFiles { log, index })
+    }
+}
+
+/// A segment's `.index`, opened on first use and closed again by [`IndexFile::close`]. The
+/// active segment keeps its index in memory and writes it only when sealed or closed, and
+/// sealed segments need theirs only when read, so a partition at rest holds one descriptor
+/// (its `.log`) instead of two: 10,000 partitions fit in 10,000 descriptors.
+pub(crate) struct IndexFile {
+    path: PathBuf,
+    file: RefCell<Option<Rc<DirectFile>>>,
+}
+
+impl IndexFile {
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The open file. A missing index is created empty: recovery rebuilds it from the log.
+    pub(crate) async fn get(&self) -> Result<Rc<DirectFile>, StorageError> {
+        if let Some(file) = self.file.borrow().as_ref() {
+            return Ok(Rc::clone(file));
+        }
+        let exists = std::fs::exists(&self.path)
+            .map_err(|error| StorageError::io(IoOperation::Open, &self.path, error))?;
+        let file = Rc::new(DirectFile::open(&self.path, !exists).await?);
+        // Another task of this shard may have opened it while we waited: keep one.
+        Ok(Rc::clone(self.file.borrow_mut().get_or_insert(file)))
+    }
+
+    /// Releases the descriptor (once in-flight users drop theirs); the next `get` reopens.
+    pub(crate) fn close(&self) {
+        self.file.borrow_mut().take();
     }
 }
 
@@ -127,14 +162,14 @@ pub(crate) async fn check_sealed(
     start_offset: u64,
 ) -> Result<Option<SealedSummary>, StorageError> {
     let log_len = files.log.size().await?;
-    let index_len = files.index.size().await?;
+    let index = files.index.get().await?;
+    let index_len = index.size().await?;
     if index_len == 0 || index_len % INDEX_ENTRY_SIZE as u64 != 0 {
         return Ok(None);
     }
     let count = index_len / INDEX_ENTRY_SIZE as u64;
     let entries_from = count.saturating_sub(2);
-    let bytes = files
-        .index
+    let bytes = index
         .read_range(entries_from * INDEX_ENTRY_SIZE as u64, index_len)
         .await?;
     let entries: Vec<IndexEntry> = bytes
@@ -193,11 +228,12 @@ pub(crate) async fn recover_segment(
     closed_cleanly: bool,
 ) -> Result<RecoveredSegment, StorageError> {
     let log_len = files.log.size().await?;
-    let index_len = files.index.size().await?;
+    let index_file = files.index.get().await?;
+    let index_len = index_file.size().await?;
 
     // 1. Plausible index prefix.
     let mut hint = MemoryIndex::new();
-    let raw_index = read_whole(&files.index, index_len).await?;
+    let raw_index = read_whole(&index_file, index_len).await?;
     let mut previous_end = 0u64;
     let mut previous_timestamp = 0u64;
     for bytes in raw_index.as_slice().chunks_exact(INDEX_ENTRY_SIZE) {
@@ -312,17 +348,14 @@ pub(crate) async fn recover_segment(
     let index_changed = rebuilt > 0 || index_len != count * INDEX_ENTRY_SIZE as u64;
     if index_changed {
         rewrite_index_from(files, &index, matching, pool).await?;
-        files
-            .index
-            .truncate(count * INDEX_ENTRY_SIZE as u64)
-            .await?;
+        index_file.truncate(count * INDEX_ENTRY_SIZE as u64).await?;
     }
     if log_changed {
         files.log.truncate(len).await?;
     }
     if log_changed || index_changed {
         files.log.sync_all().await?;
-        files.index.sync_all().await?;
+        index_file.sync_all().await?;
     }
     let tail = files.log.read_range(align_down(len), len).await?.to_vec();
     Ok(RecoveredSegment {
@@ -399,7 +432,12 @@ async fn rewrite_index_from(
         &mut buf.whole_mut()[..entries * INDEX_ENTRY_SIZE],
     );
     buf.pad_to_block();
-    let (result, _buf) = files.index.write_all_at(buf, 0, first_byte).await;
+    let (result, _buf) = files
+        .index
+        .get()
+        .await?
+        .write_all_at(buf, 0, first_byte)
+        .await;
     result
 }
 

@@ -337,6 +337,60 @@ fn segments_rotate_seal_and_reads_span_them() {
     assert!(names.contains(&"00000000000000000000.log".to_string()));
 }
 
+/// Files under `dir` this process holds open, by extension ("log", "index").
+fn open_files_in(dir: &Path, extension: &str) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+        .filter(|target| {
+            target.starts_with(dir) && target.extension().is_some_and(|ext| ext == extension)
+        })
+        .count()
+}
+
+#[test]
+fn a_partition_at_rest_holds_only_its_log_files_open() {
+    // Thousands of partitions must fit the descriptor limit: `.index` files are opened only
+    // to seal, recover, close or read a sealed segment, never kept open by the active segment.
+    let temp = tempfile::tempdir().unwrap();
+    let dir = dir_in(&temp);
+    let size = 1000;
+    run(async {
+        let config = PartitionConfig {
+            segment_size_bytes: 8192,
+            ..config(AckMode::Written)
+        };
+        let partition = Partition::create(dir.clone(), config.clone(), pool())
+            .await
+            .unwrap();
+        for first in (0..60).step_by(3) {
+            partition
+                .append(batch(first, 3, size), first * 10)
+                .await
+                .unwrap();
+        }
+        partition.flush(false).await.unwrap();
+        compio::time::sleep(Duration::from_millis(20)).await; // let the writer seal
+        let segments = partition.stats().segments_count as usize;
+        assert!(segments > 5);
+        assert_eq!(open_files_in(&dir, "log"), segments);
+        assert_eq!(open_files_in(&dir, "index"), 0, "while appending");
+        partition.close().await.unwrap();
+        drop(partition);
+
+        let (partition, _) = Partition::open(dir.clone(), config, pool()).await.unwrap();
+        assert_eq!(open_files_in(&dir, "log"), segments);
+        assert_eq!(open_files_in(&dir, "index"), 0, "after recovery");
+        // Reads from sealed segments open their indexes on demand.
+        assert_messages(&partition.read(5, 20).await.unwrap(), 5, 20, size);
+        assert_eq!(partition.offset_for_timestamp(301).await.unwrap(), Some(33));
+        assert!(open_files_in(&dir, "index") > 0);
+        partition.append(batch(60, 3, size), 700).await.unwrap();
+        assert_messages(&partition.read(0, 63).await.unwrap(), 0, 63, size);
+        partition.close().await.unwrap();
+    });
+}
+
 #[test]
 fn reopen_continues_offsets_and_rewrites_the_tail_block() {
     // Small messages leave the last block partly filled; appends after a reopen rewrite it.
@@ -848,5 +902,70 @@ fn a_failed_write_fails_its_appends_stops_writes_and_reopen_recovers() {
             10
         );
         partition.close().await.unwrap();
+    });
+}
+
+#[test]
+fn reopen_after_failure_keeps_exactly_the_acknowledged_messages_across_a_rotation() {
+    // A write that fails right after a rotation (new segment created, its first write fails)
+    // leaves two unsealed segments. `reopen_after_failure` cuts the new one back to nothing,
+    // keeps the previous one whole, and the reopened partition serves exactly the acknowledged
+    // messages and continues at the next offset; no refused message appears, in memory or
+    // after another open from disk.
+    let temp = tempfile::tempdir().unwrap();
+    let dir = dir_in(&temp);
+    let config = PartitionConfig {
+        segment_size_bytes: 8192,
+        ..config(AckMode::Written)
+    };
+    run(async {
+        let partition = Partition::create(dir.clone(), config.clone(), pool())
+            .await
+            .unwrap();
+        // 20 messages of 500 bytes (+64 header) fill the first 8 KiB segment past its size.
+        partition.append(batch(0, 20, 500), 1).await.unwrap();
+        file::FAIL_LOG_WRITE_AFTER.with(|countdown| countdown.set(Some(0)));
+        let error = partition.append(batch(20, 5, 500), 2).await.unwrap_err();
+        assert!(matches!(error, StorageError::Failed(_)), "{error}");
+        assert!(partition.is_failed());
+        assert_messages(&partition.read(0, 100).await.unwrap(), 0, 20, 500);
+        let (reopened, report) = partition.reopen_after_failure().await.unwrap();
+        assert_eq!(report.next_offset, 20);
+        assert!(!reopened.is_failed());
+        assert_messages(&reopened.read(0, 100).await.unwrap(), 0, 20, 500);
+        reopened.append(batch(20, 5, 500), 3).await.unwrap();
+        assert_messages(&reopened.read(0, 100).await.unwrap(), 0, 25, 500);
+        drop(reopened);
+        drop(partition);
+        let (again, report) = Partition::open(dir.clone(), config.clone(), pool())
+            .await
+            .unwrap();
+        assert_eq!(report.next_offset, 25);
+        assert_messages(&again.read(0, 100).await.unwrap(), 0, 25, 500);
+        again.close().await.unwrap();
+    });
+}
+
+#[test]
+fn reopen_after_a_failed_fsync_cuts_what_the_fsync_did_not_cover() {
+    // Fsync mode: the messages of a round whose fsync failed are written but were never
+    // acknowledged; reopening must not resurrect them as durable.
+    let temp = tempfile::tempdir().unwrap();
+    let dir = dir_in(&temp);
+    run(async {
+        let partition = Partition::create(dir.clone(), config(AckMode::Fsync), pool())
+            .await
+            .unwrap();
+        partition.append(batch(0, 10, 100), 1).await.unwrap();
+        // The round's write succeeds, its fdatasync fails: written past the durable end.
+        file::FAIL_SYNC_AFTER.with(|countdown| countdown.set(Some(0)));
+        let error = partition.append(batch(10, 5, 100), 2).await.unwrap_err();
+        assert!(matches!(error, StorageError::Failed(_)), "{error}");
+        assert!(partition.is_failed());
+        assert_messages(&partition.read(0, 100).await.unwrap(), 0, 10, 100);
+        let (reopened, report) = partition.reopen_after_failure().await.unwrap();
+        assert_eq!(report.next_offset, 10, "unsynced messages are cut");
+        assert_messages(&reopened.read(0, 100).await.unwrap(), 0, 10, 100);
+        reopened.close().await.unwrap();
     });
 }

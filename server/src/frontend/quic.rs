@@ -1,0 +1,269 @@
+//! The QUIC front-end (protocol.md 1.6), on every shard.
+//!
+//! Each shard runs its own QUIC endpoint on its own UDP socket; all the sockets share one
+//! address through SO_REUSEPORT. For unconnected UDP sockets the kernel picks the socket by a
+//! hash of the datagram's addresses, so every datagram of one client lands on the same shard
+//! as long as the set of sockets does not change. That is why [`bind_group`] creates the whole
+//! group on the main thread before any shard starts (a socket added later would reshuffle the
+//! hash), and why connection migration is refused (a client whose address changes would land
+//! on a shard that does not know its connection).
+//!
+//! One QUIC connection is one session. Each request arrives on a new bidirectional stream: the
+//! TCP request frame, then FIN; the response is the TCP response frame, then FIN. A
+//! connection's streams are served one after another (the SDKs send one request at a time, and
+//! a session's requests must stay ordered, e.g. a login before what it authorises); a stream
+//! that is reset or never finishes only costs its own connection a `read_timeout`.
+
+use super::tcp::{read_exact_array, read_payload};
+use super::{Registration, ResponseFrame, idle_limit, process_request, with_optional_timeout};
+use crate::handlers::Session;
+use crate::shard::Shard;
+use bytes::{Bytes, BytesMut};
+use compio_quic::{Connection, ConnectionError, Endpoint, EndpointConfig, RecvStream, SendStream};
+use futures_util::future::{Either, select};
+use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, SockaddrStorage, sockopt};
+use rill_core::ErrorCode;
+use rill_core::frame::{FrameError, REQUEST_HEADER_SIZE, RequestHeader};
+use rill_core::primitives::Transport;
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::pin::pin;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// Application error codes sent when the server closes a connection.
+const CLOSE_SHUTDOWN: u32 = 1;
+const CLOSE_TIMEOUT: u32 = 2;
+const CLOSE_STATUS: u32 = 3;
+
+/// How long a response whose status closes the connection may take to be acknowledged.
+const CLOSE_FLUSH_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long shutdown waits for the endpoint to deliver its close frames.
+const ENDPOINT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Binds `count` UDP sockets to `address` as one SO_REUSEPORT group (port 0: the first socket's
+/// port). Fails, as a TCP bind would, when another process already holds the port, even one
+/// that also uses SO_REUSEPORT (such as a second broker), by probing with a plain socket first
+/// (for up to [`crate::server::PORT_PROBE_PATIENCE`]).
+pub fn bind_group(
+    address: SocketAddr,
+    count: usize,
+    buffer_bytes: usize,
+) -> io::Result<Vec<UdpSocket>> {
+    if address.port() != 0 {
+        // Patient, like the TCP probe: a predecessor killed a moment ago may still hold it.
+        crate::server::wait_for_free_port(|| UdpSocket::bind(address).err().map(|e| e.to_string()))
+            .map_err(|reason| io::Error::new(io::ErrorKind::AddrInUse, reason))?;
+    }
+    let mut sockets = Vec::with_capacity(count);
+    let mut address = address;
+    for _ in 0..count {
+        let socket = reuseport_socket(address, buffer_bytes)?;
+        address = socket.local_addr()?;
+        sockets.push(socket);
+    }
+    Ok(sockets)
+}
+
+fn reuseport_socket(address: SocketAddr, buffer_bytes: usize) -> io::Result<UdpSocket> {
+    let family = if address.is_ipv4() {
+        AddressFamily::Inet
+    } else {
+        AddressFamily::Inet6
+    };
+    let fd: OwnedFd = socket::socket(family, SockType::Datagram, SockFlag::SOCK_CLOEXEC, None)?;
+    socket::setsockopt(&fd, sockopt::ReusePort, &true)?;
+    // Best effort: the kernel caps these at net.core.{r,w}mem_max.
+    let _ = socket::setsockopt(&fd, sockopt::RcvBuf, &buffer_bytes);
+    let _ = socket::setsockopt(&fd, sockopt::SndBuf, &buffer_bytes);
+    socket::bind(fd.as_raw_fd(), &SockaddrStorage::from(address))?;
+    Ok(UdpSocket::from(fd))
+}
+
+/// Starts this shard's endpoint on its socket from the group.
+pub fn endpoint(socket: UdpSocket, config: compio_quic::ServerConfig) -> io::Result<Endpoint> {
+    let socket = compio::net::UdpSocket::from_std(socket)?;
+    Endpoint::new(socket, EndpointConfig::default(), Some(config), None)
+}
+
+/// Accepts connections until shutdown, one task per connection; then closes the endpoint.
+pub async fn accept_loop(shard: Rc<Shard>, endpoint: Endpoint) {
+    loop {
+        let incoming = {
+            let shutdown = pin!(shard.shutdown_signal.recv_async());
+            let incoming = pin!(endpoint.wait_incoming());
+            match select(shutdown, incoming).await {
+                Either::Left(_) => break,
+                Either::Right((Some(incoming), _)) => incoming,
+                Either::Right((None, _)) => break,
+            }
+        };
+        let shard = shard.clone();
+        compio::runtime::spawn(async move {
+            match incoming.await {
+                Ok(connection) => serve(shard, connection).await,
+                Err(error) => tracing::debug!(%error, "QUIC handshake failed"),
+            }
+        })
+        .detach();
+    }
+    tracing::debug!(shard = shard.id, "QUIC endpoint stops accepting");
+    // Connections see the shutdown signal too and close themselves after their current
+    // request; wait for them (bounded, like TCP's drain), then let the close frames out.
+    let drain_until = Instant::now() + super::super::server::DRAIN_TIMEOUT;
+    while endpoint.open_connections() > 0 && Instant::now() < drain_until {
+        compio::time::sleep(Duration::from_millis(10)).await;
+    }
+    endpoint.close(CLOSE_SHUTDOWN.into(), b"server shutting down");
+    let _ = compio::time::timeout(ENDPOINT_SHUTDOWN_TIMEOUT, endpoint.shutdown()).await;
+}
+
+/// Why a connection stops.
+enum Stop {
+    Closed(ConnectionError),
+    Shutdown,
+    Timeout(&'static str),
+    Status(ErrorCode),
+}
+
+async fn serve(shard: Rc<Shard>, connection: Connection) {
+    let peer = connection.remote_address();
+    let (registration, mut session) = Registration::new(&shard, peer, Transport::Quic);
+    let stop = serve_streams(&shard, &connection, &mut session).await;
+    let client_id = session.client_id;
+    match stop {
+        Stop::Shutdown => connection.close(CLOSE_SHUTDOWN.into(), b"server shutting down"),
+        Stop::Timeout(what) => {
+            tracing::info!(client_id, %peer, what, "closing QUIC connection: timed out");
+            connection.close(CLOSE_TIMEOUT.into(), what.as_bytes());
+        }
+        Stop::Status(code) => connection.close(CLOSE_STATUS.into(), code.to_string().as_bytes()),
+        Stop::Closed(error) => {
+            tracing::debug!(client_id, %peer, %error, "QUIC connection closed")
+        }
+    }
+    drop(registration);
+}
+
+async fn serve_streams(shard: &Shard, connection: &Connection, session: &mut Session) -> Stop {
+    let connected_at = Instant::now();
+    loop {
+        if shard.is_shutting_down() {
+            return Stop::Shutdown;
+        }
+        let idle_limit = idle_limit(shard, session, connected_at);
+        let accepted = {
+            let shutdown = pin!(shard.shutdown_signal.recv_async());
+            let accept = pin!(with_optional_timeout(idle_limit, connection.accept_bi()));
+            match select(shutdown, accept).await {
+                Either::Left(_) => return Stop::Shutdown,
+                Either::Right((accepted, _)) => accepted,
+            }
+        };
+        let (send, recv) = match accepted {
+            None if session.user_id.is_none() => return Stop::Timeout("login"),
+            None => return Stop::Timeout("heartbeat"),
+            Some(Err(error)) => return Stop::Closed(error),
+            Some(Ok(streams)) => streams,
+        };
+        if let Some(code) = serve_stream(shard, session, send, recv).await {
+            return Stop::Status(code);
+        }
+    }
+}
+
+/// Serves one request stream. Returns a status after which the connection must close.
+async fn serve_stream(
+    shard: &Shard,
+    session: &mut Session,
+    mut send: SendStream,
+    mut recv: RecvStream,
+) -> Option<ErrorCode> {
+    let metrics = shard.metrics.transport(Transport::Quic);
+    let config = &shard.shared.config.tcp;
+    let max_send_bytes = config.max_send_messages_size.0 as usize;
+    let anonymous = session.user_id.is_none();
+    let request = async {
+        let header =
+            RequestHeader::parse(read_exact_array(&mut recv, [0u8; REQUEST_HEADER_SIZE]).await?);
+        metrics.received_bytes.add(REQUEST_HEADER_SIZE as u64);
+        let payload_len = match header.payload_len(max_send_bytes) {
+            Ok(len) if anonymous && len > super::MAX_UNAUTHENTICATED_PAYLOAD => {
+                return Ok(Err((header.code, ErrorCode::Unauthenticated)));
+            }
+            Ok(len) => len,
+            Err(error) => {
+                if let FrameError::TooLarge {
+                    payload_bytes,
+                    limit_bytes,
+                } = error
+                {
+                    tracing::info!(
+                        code = header.code,
+                        payload_bytes,
+                        limit_bytes,
+                        "frame too large"
+                    );
+                }
+                return Ok(Err((header.code, error.code())));
+            }
+        };
+        let payload = if payload_len == 0 {
+            BytesMut::new()
+        } else {
+            read_payload(&mut recv, BytesMut::with_capacity(payload_len), payload_len).await?
+        };
+        metrics.received_bytes.add(payload_len as u64);
+        io::Result::Ok(Ok((header.code, payload)))
+    };
+    let response = match compio::time::timeout(config.read_timeout.0, request).await {
+        Err(_) => {
+            tracing::debug!(
+                client_id = session.client_id,
+                "QUIC request stream timed out"
+            );
+            let _ = send.reset(CLOSE_TIMEOUT.into());
+            return None;
+        }
+        Ok(Err(error)) => {
+            // Reset, truncated or the connection is gone: this stream only.
+            tracing::debug!(client_id = session.client_id, %error, "QUIC request stream failed");
+            let _ = send.reset(CLOSE_STATUS.into());
+            return None;
+        }
+        Ok(Ok(Err((_, status)))) => {
+            // The rest of this stream's bytes are not wanted; other streams are unaffected.
+            let _ = recv.stop(CLOSE_STATUS.into());
+            ResponseFrame::error(status)
+        }
+        Ok(Ok(Ok((code, payload)))) => process_request(shard, session, code, payload).await,
+    };
+    let closes = response.status.filter(|_| response.closes_connection());
+    let bytes: usize = response.chunks.iter().map(Bytes::len).sum();
+    let mut chunks = response.chunks;
+    // A peer that stops reading (flow control) must not pin this connection forever.
+    match compio::time::timeout(config.read_timeout.0, send.write_all_chunks(&mut chunks)).await {
+        Ok(Ok(())) => {
+            metrics.sent_bytes.add(bytes as u64);
+            let _ = send.finish();
+            if closes.is_some() {
+                // Closing the connection discards unsent stream data: let the peer receive the
+                // status that explains the close first (bounded).
+                let _ = compio::time::timeout(CLOSE_FLUSH_TIMEOUT, send.stopped()).await;
+            }
+        }
+        Ok(Err(error)) => {
+            tracing::debug!(client_id = session.client_id, %error, "QUIC response not delivered")
+        }
+        Err(_) => {
+            tracing::info!(
+                client_id = session.client_id,
+                "QUIC response write timed out"
+            );
+            let _ = send.reset(CLOSE_TIMEOUT.into());
+        }
+    }
+    closes
+}
