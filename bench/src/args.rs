@@ -17,6 +17,8 @@ use crate::procfs::AckMode;
 use crate::units::{ByteSize, NumericParam, parse_duration};
 use crate::workload::{Finish, Plan, WorkloadKind};
 use clap::{Args, Parser, Subcommand};
+use rill_sdk::config::{DEFAULT_QUIC_RESPONSE_BUFFER_SIZE, DEFAULT_QUIC_SERVER_NAME};
+use rill_sdk::{QuicOptions, TlsOptions};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -292,9 +294,9 @@ pub struct EndToEndProducingConsumerArgs {
 
 #[derive(Subcommand, Debug, Clone)]
 pub enum TransportCommand {
-    /// Binary protocol over TCP
+    /// Binary protocol over TCP (optionally TLS)
     Tcp(TcpArgs),
-    /// Binary protocol over QUIC (not supported yet)
+    /// Binary protocol over QUIC
     Quic(QuicArgs),
     /// HTTP REST API (not supported)
     Http(OtherTransportArgs),
@@ -311,14 +313,18 @@ pub struct TcpArgs {
     /// Accepted for compatibility: TCP_NODELAY is always set (each frame leaves in one write)
     #[arg(long)]
     pub nodelay: bool,
-    /// TLS (not supported yet)
+    /// TLS over TCP (the server needs [tcp.tls] enabled)
     #[arg(long)]
     pub tls: bool,
+    /// Name to verify the certificate against (default: the host of --server-address)
     #[arg(long, requires = "tls")]
     pub tls_domain: Option<String>,
+    /// Validate the server's certificate (off by default, as upstream's iggy-bench: servers
+    /// use a self-signed certificate unless configured otherwise)
     #[arg(long, requires = "tls")]
     pub tls_validate_certificate: bool,
-    #[arg(long, requires = "tls")]
+    /// PEM file of CA certificates (or the server's own certificate) to trust when validating
+    #[arg(long, requires = "tls_validate_certificate")]
     pub tls_ca_file: Option<String>,
     #[command(subcommand)]
     pub output: Option<OutputCommand>,
@@ -329,12 +335,24 @@ pub struct QuicArgs {
     /// Address of the server
     #[arg(long, default_value = DEFAULT_QUIC_ADDRESS)]
     pub server_address: String,
-    #[arg(long, default_value = "127.0.0.1:0")]
-    pub client_address: String,
-    #[arg(long, default_value = "localhost")]
+    /// Local UDP address to bind (default: the unspecified address, port chosen by the system,
+    /// so that remote servers are reachable; upstream binds 127.0.0.1:0)
+    #[arg(long)]
+    pub client_address: Option<String>,
+    /// Name for SNI and certificate validation
+    #[arg(long, default_value = DEFAULT_QUIC_SERVER_NAME)]
     pub server_name: String,
+    /// Validate the server's certificate (off by default, as upstream)
     #[arg(long)]
     pub validate_certificate: bool,
+    /// PEM file of CA certificates (or the server's own certificate) to trust when validating
+    /// [rill addition]
+    #[arg(long, requires = "validate_certificate")]
+    pub ca_file: Option<String>,
+    /// Largest response accepted, in bytes: raise it when one poll returns more
+    /// (messages per batch × message size) [rill addition]
+    #[arg(long, default_value_t = DEFAULT_QUIC_RESPONSE_BUFFER_SIZE)]
+    pub response_buffer_size: usize,
     #[command(subcommand)]
     pub output: Option<OutputCommand>,
 }
@@ -453,7 +471,8 @@ pub struct LoopbackSinkArgs {
 struct TransportChoice {
     transport: Transport,
     address: String,
-    tls: bool,
+    tls: Option<TlsOptions>,
+    quic: QuicOptions,
     output: Option<OutputArgs>,
 }
 
@@ -468,13 +487,26 @@ impl TransportCommand {
             TransportCommand::Tcp(args) => TransportChoice {
                 transport: Transport::Tcp,
                 address: args.server_address.clone(),
-                tls: args.tls,
+                tls: args.tls.then(|| TlsOptions {
+                    domain: args.tls_domain.clone(),
+                    ca_file: args.tls_ca_file.clone(),
+                    validate_certificate: args.tls_validate_certificate,
+                }),
+                quic: QuicOptions::default(),
                 output: output(&args.output),
             },
             TransportCommand::Quic(args) => TransportChoice {
                 transport: Transport::Quic,
                 address: args.server_address.clone(),
-                tls: false,
+                tls: None,
+                quic: QuicOptions {
+                    server_name: args.server_name.clone(),
+                    client_address: args.client_address.clone(),
+                    validate_certificate: args.validate_certificate,
+                    ca_file: args.ca_file.clone(),
+                    response_buffer_size: args.response_buffer_size,
+                    ..QuicOptions::default()
+                },
                 output: output(&args.output),
             },
             TransportCommand::Http(args) => TransportChoice {
@@ -483,7 +515,8 @@ impl TransportCommand {
                     .server_address
                     .clone()
                     .unwrap_or_else(|| DEFAULT_HTTP_ADDRESS.into()),
-                tls: false,
+                tls: None,
+                quic: QuicOptions::default(),
                 output: output(&args.output),
             },
             TransportCommand::WebSocket(args) => TransportChoice {
@@ -492,7 +525,8 @@ impl TransportCommand {
                     .server_address
                     .clone()
                     .unwrap_or_else(|| DEFAULT_WEBSOCKET_ADDRESS.into()),
-                tls: false,
+                tls: None,
+                quic: QuicOptions::default(),
                 output: output(&args.output),
             },
         }
@@ -608,11 +642,6 @@ impl Cli {
             ));
         }
         shape.transport.transport.ensure_supported()?;
-        if shape.transport.tls {
-            return Err(Error::Unsupported(
-                "TLS is not supported yet by iggy-bench (nor by the server)".into(),
-            ));
-        }
         let kind = shape.kind;
         if shape.streams == 0 || shape.partitions == 0 {
             return usage("streams and partitions must be at least 1".into());
@@ -686,6 +715,8 @@ impl Cli {
                 username: global.username.clone(),
                 password: global.password.clone(),
                 nodelay: true,
+                tls: shape.transport.tls,
+                quic: shape.transport.quic,
             },
             producers: if kind.has_producers() {
                 shape.producers
@@ -836,6 +867,48 @@ mod tests {
     }
 
     #[test]
+    fn tls_and_quic_flags_reach_the_endpoint() {
+        let p = plan(
+            "pp tcp --server-address 10.0.0.5:8090 --tls --tls-domain localhost \
+             --tls-validate-certificate --tls-ca-file /ca.pem",
+        )
+        .unwrap();
+        assert_eq!(p.endpoint.transport, Transport::Tcp);
+        assert_eq!(
+            p.endpoint.tls,
+            Some(TlsOptions {
+                domain: Some("localhost".into()),
+                ca_file: Some("/ca.pem".into()),
+                validate_certificate: true,
+            })
+        );
+        let p = plan("pp tcp --tls").unwrap();
+        assert_eq!(
+            p.endpoint.tls.map(|tls| tls.validate_certificate),
+            Some(false)
+        );
+
+        let p = plan("pp quic").unwrap();
+        assert_eq!(p.endpoint.transport, Transport::Quic);
+        assert_eq!(p.endpoint.address, DEFAULT_QUIC_ADDRESS);
+        assert_eq!(p.endpoint.quic, QuicOptions::default());
+        assert_eq!(p.endpoint.tls, None);
+        let p = plan(
+            "pp quic --server-address 10.0.0.5:8080 --client-address 0.0.0.0:0 \
+             --server-name broker --validate-certificate --ca-file /ca.pem \
+             --response-buffer-size 50000000",
+        )
+        .unwrap();
+        let quic = p.endpoint.quic;
+        assert_eq!(p.endpoint.address, "10.0.0.5:8080");
+        assert_eq!(quic.client_address.as_deref(), Some("0.0.0.0:0"));
+        assert_eq!(quic.server_name, "broker");
+        assert!(quic.validate_certificate);
+        assert_eq!(quic.ca_file.as_deref(), Some("/ca.pem"));
+        assert_eq!(quic.response_buffer_size, 50_000_000);
+    }
+
+    #[test]
     fn conflicts_and_unsupported_choices_are_refused() {
         // -b, -T and -d exclude each other (clap).
         assert!(plan("-b 10 -T 1GB pp tcp").is_err());
@@ -847,9 +920,11 @@ mod tests {
         assert!(plan("bcg -c 1 -g 2 tcp").is_err());
         assert!(plan("-T 1000 -m 1000 pp tcp").is_err());
         assert!(plan("-m 0 pp tcp").is_err());
-        let quic = plan("pp quic").unwrap_err().to_string();
-        assert!(quic.contains("not supported yet"), "{quic}");
-        assert!(plan("pp tcp --tls").is_err());
+        let http = plan("pp http").unwrap_err().to_string();
+        assert!(http.contains("not supported"), "{http}");
+        // TLS options need --tls; a CA file is only read when validating.
+        assert!(plan("pp tcp --tls-domain x").is_err());
+        assert!(plan("pp tcp --tls --tls-ca-file /ca.pem").is_err());
         assert!(plan("-H pp tcp").is_err());
     }
 

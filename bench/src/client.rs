@@ -1,6 +1,11 @@
 //! A lean blocking TCP client for benchmarking: one connection per actor thread, one request in
 //! flight (protocol.md 1.1), reusable buffers, and pre-encoded frames sent as they are.
 //!
+//! TLS over TCP and QUIC go through `rill-sdk`'s transports (the same rustls/quinn code as the
+//! SDK and the CLI), driven from the actor's thread by its own current-thread tokio runtime: a
+//! few microseconds per request on top of the encryption itself, and one code path for
+//! certificates, names and their error messages.
+//!
 //! Every byte on the wire comes from `rill_core`: requests are encoded with
 //! [`rill_core::frame::encode_request`], responses read with [`ResponseHeader`], poll payloads
 //! walked with [`MessageIter`]. This crate only moves bytes and times them.
@@ -17,6 +22,8 @@ use rill_core::primitives::{CompressionAlgorithm, Identifier, Name, Partitioning
 use rill_core::requests::*;
 use rill_core::responses::{Stats, StreamDetails, TopicDetails};
 use rill_core::{Decode, ErrorCode, Reader, Request};
+use rill_sdk::transport::{Connection as SdkConnection, OutgoingFrame, PermanentFailure};
+use rill_sdk::{ClientConfig, QuicOptions, TlsOptions, TransportKind};
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
@@ -28,7 +35,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A response larger than this means the stream is desynchronised.
 const MAX_RESPONSE_BYTES: usize = 1 << 30;
 
-/// The transports `iggy-bench` knows by name; only TCP is implemented.
+/// The transports `iggy-bench` knows by name; TCP (plain or TLS) and QUIC are implemented.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
@@ -51,9 +58,10 @@ impl Transport {
     /// Fails with a clear message for transports this tool cannot drive yet.
     pub fn ensure_supported(self) -> Result<()> {
         match self {
-            Transport::Tcp => Ok(()),
+            Transport::Tcp | Transport::Quic => Ok(()),
             other => Err(Error::Unsupported(format!(
-                "transport '{}' is not supported yet: iggy-bench speaks TCP only for now (use the `tcp` subcommand)",
+                "transport '{}' is not supported: iggy-bench speaks the binary protocol over \
+                 TCP (optionally with TLS) and QUIC (use the `tcp` or `quic` subcommand)",
                 other.name()
             ))),
         }
@@ -68,6 +76,21 @@ pub struct Endpoint {
     pub username: String,
     pub password: String,
     pub nodelay: bool,
+    /// TLS over TCP (`tcp --tls`).
+    pub tls: Option<TlsOptions>,
+    /// QUIC settings (used by the `quic` transport).
+    pub quic: QuicOptions,
+}
+
+impl Endpoint {
+    /// The SDK transport for TLS and QUIC; `None` for plain TCP (this module's own path).
+    fn sdk_transport(&self) -> Option<TransportKind> {
+        match (self.transport, &self.tls) {
+            (Transport::Quic, _) => Some(TransportKind::Quic(self.quic.clone())),
+            (_, Some(tls)) => Some(TransportKind::TcpTls(tls.clone())),
+            _ => None,
+        }
+    }
 }
 
 /// A poll's outcome, read without copying the messages out of the receive buffer.
@@ -84,9 +107,105 @@ pub struct PollSummary {
     pub last_offset: Option<u64>,
 }
 
+/// A session through one of the SDK's transports, driven synchronously.
+struct SdkSession {
+    runtime: tokio::runtime::Runtime,
+    connection: Box<dyn SdkConnection>,
+}
+
+enum Wire {
+    Tcp(TcpStream),
+    Sdk(Box<SdkSession>),
+}
+
+/// Connects with the SDK's transport on a runtime owned by the calling (actor) thread.
+fn open_sdk_session(endpoint: &Endpoint, transport: TransportKind) -> Result<SdkSession> {
+    let config = ClientConfig {
+        address: endpoint.address.clone(),
+        transport,
+        nodelay: endpoint.nodelay,
+        ..ClientConfig::default()
+    };
+    let connector = rill_sdk::transport::connector_for(&config)
+        .map_err(|error| Error::Usage(error.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let connection = runtime
+        .block_on(async {
+            tokio::time::timeout(CONNECT_TIMEOUT, connector.connect(&endpoint.address))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        connector.timeout_message(&endpoint.address, CONNECT_TIMEOUT),
+                    ))
+                })
+        })
+        .map_err(|error| match PermanentFailure::find(&error) {
+            Some(failure) => Error::Tls(failure.message.clone()),
+            None => Error::Connect(endpoint.address.clone(), error),
+        })?;
+    Ok(SdkSession {
+        runtime,
+        connection,
+    })
+}
+
+/// Sends one whole request frame and reads the response payload into `response` (grown to the
+/// largest response seen and reused); returns the payload length.
+fn exchange(
+    wire: &mut Wire,
+    frame: &[u8],
+    response: &mut Vec<u8>,
+    during: &'static str,
+) -> Result<usize> {
+    match wire {
+        Wire::Tcp(stream) => {
+            stream.write_all(frame)?;
+            let mut header = [0u8; RESPONSE_HEADER_SIZE];
+            stream.read_exact(&mut header)?;
+            let length = ResponseHeader::parse(header)
+                .result()
+                .map_err(|code| Error::Server(during, code))?;
+            if length > MAX_RESPONSE_BYTES {
+                return Err(Error::Protocol(format!(
+                    "response of {length} bytes while trying to {during}"
+                )));
+            }
+            if response.len() < length {
+                response.resize(length, 0);
+            }
+            stream.read_exact(&mut response[..length])?;
+            Ok(length)
+        }
+        Wire::Sdk(session) => {
+            let SdkSession {
+                runtime,
+                connection,
+            } = &mut **session;
+            let raw = runtime.block_on(connection.round_trip(OutgoingFrame {
+                head: frame,
+                body: &[],
+            }))?;
+            let length = ResponseHeader {
+                status: raw.status,
+                length: raw.payload.len() as u32,
+            }
+            .result()
+            .map_err(|code| Error::Server(during, code))?;
+            if response.len() < length {
+                response.resize(length, 0);
+            }
+            response[..length].copy_from_slice(&raw.payload);
+            Ok(length)
+        }
+    }
+}
+
 /// One authenticated session.
 pub struct Connection {
-    stream: TcpStream,
+    wire: Wire,
     /// Encoding buffer for control requests.
     request: BytesMut,
     /// Receive buffer, grown to the largest response seen and reused.
@@ -97,17 +216,25 @@ impl Connection {
     /// Connects and logs in.
     pub fn open(endpoint: &Endpoint) -> Result<Connection> {
         endpoint.transport.ensure_supported()?;
-        let address = endpoint
-            .address
-            .to_socket_addrs()
-            .map_err(|error| Error::Connect(endpoint.address.clone(), error))?
-            .next()
-            .ok_or_else(|| Error::Usage(format!("'{}' resolves to nothing", endpoint.address)))?;
-        let stream = TcpStream::connect_timeout(&address, CONNECT_TIMEOUT)
-            .map_err(|error| Error::Connect(endpoint.address.clone(), error))?;
-        stream.set_nodelay(endpoint.nodelay)?;
+        let wire = match endpoint.sdk_transport() {
+            Some(transport) => Wire::Sdk(Box::new(open_sdk_session(endpoint, transport)?)),
+            None => {
+                let address = endpoint
+                    .address
+                    .to_socket_addrs()
+                    .map_err(|error| Error::Connect(endpoint.address.clone(), error))?
+                    .next()
+                    .ok_or_else(|| {
+                        Error::Usage(format!("'{}' resolves to nothing", endpoint.address))
+                    })?;
+                let stream = TcpStream::connect_timeout(&address, CONNECT_TIMEOUT)
+                    .map_err(|error| Error::Connect(endpoint.address.clone(), error))?;
+                stream.set_nodelay(endpoint.nodelay)?;
+                Wire::Tcp(stream)
+            }
+        };
         let mut connection = Connection {
-            stream,
+            wire,
             request: BytesMut::with_capacity(512),
             response: Vec::with_capacity(64 * 1024),
         };
@@ -130,8 +257,7 @@ impl Connection {
     pub fn call(&mut self, request: Request, during: &'static str) -> Result<&[u8]> {
         self.request.clear();
         encode_request(&request, &mut self.request);
-        self.stream.write_all(&self.request)?;
-        let length = self.read_response(during)?;
+        let length = exchange(&mut self.wire, &self.request, &mut self.response, during)?;
         Ok(&self.response[..length])
     }
 
@@ -159,31 +285,12 @@ impl Connection {
 
     /// Writes a pre-encoded request frame and reads the response; returns the payload length.
     pub fn send_frame(&mut self, frame: &[u8], during: &'static str) -> Result<usize> {
-        self.stream.write_all(frame)?;
-        self.read_response(during)
+        exchange(&mut self.wire, frame, &mut self.response, during)
     }
 
     /// The payload of the last response.
     pub fn last_payload(&self, length: usize) -> &[u8] {
         &self.response[..length]
-    }
-
-    fn read_response(&mut self, during: &'static str) -> Result<usize> {
-        let mut header = [0u8; RESPONSE_HEADER_SIZE];
-        self.stream.read_exact(&mut header)?;
-        let length = ResponseHeader::parse(header)
-            .result()
-            .map_err(|code| Error::Server(during, code))?;
-        if length > MAX_RESPONSE_BYTES {
-            return Err(Error::Protocol(format!(
-                "response of {length} bytes while trying to {during}"
-            )));
-        }
-        if self.response.len() < length {
-            self.response.resize(length, 0);
-        }
-        self.stream.read_exact(&mut self.response[..length])?;
-        Ok(length)
     }
 
     /// Sends a pre-encoded PollMessages frame and summarises the messages returned, checking

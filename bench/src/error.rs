@@ -15,6 +15,8 @@ pub enum Error {
     Unsupported(String),
     /// The server could not be reached.
     Connect(String, io::Error),
+    /// The server's certificate (or the TLS settings) were refused; retrying cannot help.
+    Tls(String),
     /// A socket or file operation failed.
     Io(io::Error),
     /// The server answered a request with an error status.
@@ -35,6 +37,11 @@ impl fmt::Display for Error {
             Error::Connect(address, error) => write!(
                 f,
                 "cannot connect to {address}: {error} (is the server running and listening there?)"
+            ),
+            Error::Tls(message) => write!(
+                f,
+                "{message} [iggy-bench flags: tcp --tls-ca-file/--tls-domain/\
+                 --tls-validate-certificate, quic --ca-file/--server-name/--validate-certificate]"
             ),
             Error::Io(error) => write!(f, "I/O error: {error}"),
             Error::Server(during, code) => {

@@ -1,8 +1,8 @@
 //! End-to-end tests of `iggy-bench` against the real `iggy-server` binary.
 //!
-//! Each test starts the server (built once per test process with
-//! `cargo build -p rill-server --bin iggy-server`) on a free 127.0.0.1 port with a fresh data
-//! directory and two shards, runs workloads briefly, and checks the report against what the
+//! Each test starts the server (the SDK tests' harness: built once per test process with
+//! `cargo build -p rill-server --bin iggy-server`, two shards, a fresh data directory, a port of
+//! its own on 127.0.0.1), runs workloads briefly, and checks the report against what the
 //! server stored: GetTopic `messages_count` must equal what the producers say they sent, and
 //! consumers must have read exactly what they were meant to.
 
@@ -12,123 +12,41 @@ use rill_bench::report::Report;
 use rill_bench::stats::ActorKind;
 use rill_bench::workload::{self, TOPIC_NAME, WorkloadKind, stream_name};
 use rill_core::primitives::Identifier;
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
 
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+#[path = "../../sdk/tests/common/mod.rs"]
+mod common;
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("bench/ is inside the workspace")
-        .to_path_buf()
-}
-
-/// Builds the server binary once per test process and returns its path.
-fn server_binary() -> PathBuf {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY
-        .get_or_init(|| {
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let output = Command::new(cargo)
-                .args(["build", "-p", "rill-server", "--bin", "iggy-server"])
-                .current_dir(workspace_root())
-                .output()
-                .expect("run cargo build");
-            assert!(
-                output.status.success(),
-                "building iggy-server failed:\n{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .map(|dir| {
-                    if dir.is_absolute() {
-                        dir
-                    } else {
-                        workspace_root().join(dir)
-                    }
-                })
-                .unwrap_or_else(|| workspace_root().join("target"));
-            target.join("debug").join("iggy-server")
-        })
-        .clone()
-}
-
-struct Server {
-    child: Child,
-    address: String,
-    dir: tempfile::TempDir,
-}
+/// A server with two shards on a fresh data directory (see `common::TestServer`).
+struct Server(common::TestServer);
 
 impl Server {
     fn start(extra_env: &[(&str, &str)]) -> Server {
-        let binary = server_binary();
-        let dir = tempfile::Builder::new()
-            .prefix("rill-bench-it-")
-            .tempdir()
-            .expect("temporary directory");
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("free port")
-            .port();
-        let address = format!("127.0.0.1:{port}");
-        let log = std::fs::File::create(dir.path().join("server.log")).expect("log file");
-        let mut command = Command::new(binary);
-        for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("IGGY_") {
-                command.env_remove(key);
-            }
-        }
-        command
-            .env("IGGY_TCP_ADDRESS", &address)
-            .env("IGGY_SYSTEM_PATH", dir.path().join("data"))
-            .env("IGGY_ROOT_USERNAME", "iggy")
-            .env("IGGY_ROOT_PASSWORD", "iggy")
-            .env("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "2")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("clone log"))
-            .stderr(log);
-        for (key, value) in extra_env {
-            command.env(key, value);
-        }
-        let child = command.spawn().expect("start iggy-server");
-        let server = Server {
-            child,
-            address,
-            dir,
-        };
-        let started = Instant::now();
-        while TcpStream::connect(&server.address).is_err() {
-            assert!(
-                started.elapsed() < STARTUP_TIMEOUT,
-                "iggy-server did not listen on {} in time:\n{}",
-                server.address,
-                server.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        server
+        Server(common::TestServer::start_with(extra_env))
+    }
+
+    fn address(&self) -> &str {
+        &self.0.address
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+        self.0.log()
     }
 
     fn pid(&self) -> u32 {
-        self.child.id()
+        self.0.pid().expect("the server is running")
     }
 
     fn endpoint(&self) -> Endpoint {
         Endpoint {
             transport: Transport::Tcp,
-            address: self.address.clone(),
+            address: self.address().to_owned(),
             username: "iggy".into(),
             password: "iggy".into(),
             nodelay: true,
+            tls: None,
+            quic: Default::default(),
         }
     }
 
@@ -147,17 +65,10 @@ impl Server {
     }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn run_workload(server: &Server, args: &str, output: &Path) -> Report {
     let command_line = format!(
         "iggy-bench -q {args} tcp --server-address {} output -o {}",
-        server.address,
+        server.address(),
         output.display()
     );
     let cli = Cli::parse_from_args(command_line.split_whitespace()).expect("valid command line");
@@ -326,7 +237,7 @@ fn the_binary_writes_results_checks_ack_modes_and_compares() {
         "2",
         "tcp",
         "--server-address",
-        &server.address,
+        &server.address(),
         "output",
         "-o",
         out_dir,
@@ -382,7 +293,7 @@ fn the_binary_writes_results_checks_ack_modes_and_compares() {
         "1",
         "tcp",
         "--server-address",
-        &server.address,
+        &server.address(),
         "output",
         "-o",
         out_dir,
@@ -394,18 +305,18 @@ fn the_binary_writes_results_checks_ack_modes_and_compares() {
         "{stderr}"
     );
 
-    // QUIC is recognised and refused clearly.
-    let quic = run(&["-q", "pp", "quic"]);
-    assert_eq!(quic.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&quic.stderr).contains("not supported yet"));
+    // HTTP is recognised and refused clearly.
+    let http = run(&["-q", "pp", "http"]);
+    assert_eq!(http.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&http.stderr).contains("not supported"));
 
     // compare: the same server as A and B, one round; every figure has a ratio.
     let compare = run(&[
         "compare",
         "--a",
-        &server.address,
+        &server.address(),
         "--b",
-        &server.address,
+        &server.address(),
         "--rounds",
         "1",
         "-o",

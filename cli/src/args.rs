@@ -81,6 +81,27 @@ pub struct GlobalArgs {
     #[arg(long)]
     pub tcp_tls_domain: Option<String>,
 
+    /// PEM file of CA certificates (or the server's own certificate) to trust for TLS over
+    /// TCP instead of the built-in web PKI roots [rill addition; upstream SDK option
+    /// `tls_ca_file`]
+    #[arg(long, value_name = "PEM_FILE")]
+    pub tcp_tls_ca_file: Option<String>,
+
+    /// Whether to validate the server's TLS certificate over TCP [rill addition]
+    ///
+    /// `--tcp-tls-validate-certificate=false` accepts any certificate (for example the
+    /// server's default self-signed one).
+    ///
+    /// [default: true]
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true"
+    )]
+    pub tcp_tls_validate_certificate: Option<bool>,
+
     /// The optional client address for the QUIC transport
     #[arg(long)]
     pub quic_client_address: Option<String>,
@@ -138,6 +159,11 @@ pub struct GlobalArgs {
     /// Flag to enable certificate validation for QUIC
     #[arg(long)]
     pub quic_validate_certificate: bool,
+
+    /// PEM file of CA certificates (or the server's own certificate) to trust with
+    /// --quic-validate-certificate instead of the built-in web PKI roots [rill addition]
+    #[arg(long, value_name = "PEM_FILE")]
+    pub quic_ca_file: Option<String>,
 
     /// The optional server address for the WebSocket transport
     #[arg(long)]

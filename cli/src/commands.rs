@@ -10,7 +10,8 @@ use crate::util::*;
 use bytes::Bytes;
 use rill_core::message::{MessageIter, OutgoingMessage};
 use rill_sdk::config::{
-    ClientConfig, DEFAULT_TCP_ADDRESS, ReconnectPolicy, TlsOptions, TransportKind,
+    ClientConfig, DEFAULT_QUIC_ADDRESS, DEFAULT_TCP_ADDRESS, QuicOptions, ReconnectPolicy,
+    TlsOptions, TransportKind,
 };
 use rill_sdk::message::random_message_id;
 use rill_sdk::types::*;
@@ -32,10 +33,10 @@ fn id(text: &str) -> Result<Identifier, CliError> {
 }
 
 /// Settings after merging the command line over the active context.
+#[derive(Debug)]
 struct Settings {
     address: String,
-    tls: bool,
-    tls_domain: Option<String>,
+    transport: TransportKind,
     username: Option<String>,
     password: Option<String>,
     token: Option<String>,
@@ -44,17 +45,71 @@ struct Settings {
     reconnect_interval: Duration,
 }
 
+fn parse_interval(flag: &str, value: Option<&String>) -> Result<Duration, CliError> {
+    let value = value.map_or("1s", |v| v.as_str());
+    humantime::parse_duration(value.trim_matches('"'))
+        .map_err(|e| CliError::usage(format!("invalid --{flag}: {e}")))
+}
+
+/// Upstream's QUIC durations are milliseconds; 0 disables.
+fn milliseconds(value: u64) -> Option<Duration> {
+    (value > 0).then(|| Duration::from_millis(value))
+}
+
+fn quic_options(global: &GlobalArgs) -> Result<QuicOptions, CliError> {
+    let defaults = QuicOptions::default();
+    let response_buffer_size = match global.quic_response_buffer_size {
+        Some(size) => usize::try_from(size).map_err(|_| {
+            CliError::usage(format!("--quic-response-buffer-size {size} is too large"))
+        })?,
+        None => defaults.response_buffer_size,
+    };
+    let datagram_send_buffer_size = match global.quic_datagram_send_buffer_size {
+        Some(size) => usize::try_from(size).map_err(|_| {
+            CliError::usage(format!(
+                "--quic-datagram-send-buffer-size {size} is too large"
+            ))
+        })?,
+        None => defaults.datagram_send_buffer_size,
+    };
+    if global.quic_ca_file.is_some() && !global.quic_validate_certificate {
+        return Err(CliError::usage(
+            "--quic-ca-file needs --quic-validate-certificate",
+        ));
+    }
+    Ok(QuicOptions {
+        server_name: global
+            .quic_server_name
+            .clone()
+            .unwrap_or(defaults.server_name),
+        client_address: global.quic_client_address.clone(),
+        validate_certificate: global.quic_validate_certificate,
+        ca_file: global.quic_ca_file.clone(),
+        response_buffer_size,
+        keep_alive_interval: global
+            .quic_keep_alive_interval
+            .map_or(defaults.keep_alive_interval, milliseconds),
+        max_idle_timeout: global
+            .quic_max_idle_timeout
+            .map_or(defaults.max_idle_timeout, milliseconds),
+        max_concurrent_bidi_streams: global
+            .quic_max_concurrent_bidi_streams
+            .unwrap_or(defaults.max_concurrent_bidi_streams),
+        datagram_send_buffer_size,
+        initial_mtu: global.quic_initial_mtu.unwrap_or(defaults.initial_mtu),
+        send_window: global.quic_send_window.unwrap_or(defaults.send_window),
+        receive_window: global
+            .quic_receive_window
+            .unwrap_or(defaults.receive_window),
+    })
+}
+
 fn settings(global: &GlobalArgs, context: ContextConfig) -> Result<Settings, CliError> {
     let transport = global
         .transport
         .clone()
         .or(context.transport)
         .unwrap_or_else(|| "tcp".to_owned());
-    if transport != "tcp" {
-        return Err(CliError::usage(format!(
-            "transport '{transport}' is not supported yet by this CLI (only tcp)"
-        )));
-    }
     if global
         .encryption_key
         .as_deref()
@@ -64,41 +119,79 @@ fn settings(global: &GlobalArgs, context: ContextConfig) -> Result<Settings, Cli
             "client-side payload encryption (--encryption-key) is not supported yet",
         ));
     }
-    let interval = global
-        .tcp_reconnection_interval
-        .clone()
-        .unwrap_or_else(|| "1s".to_owned());
-    let reconnect_interval = humantime::parse_duration(interval.trim_matches('"'))
-        .map_err(|e| CliError::usage(format!("invalid --tcp-reconnection-interval: {e}")))?;
+    let (address, transport, reconnect_retries, reconnect_interval) = match transport.as_str() {
+        "tcp" => {
+            let tls = global.tcp_tls_enabled || context.tcp_tls_enabled.unwrap_or(false);
+            let transport = if tls {
+                TransportKind::TcpTls(TlsOptions {
+                    domain: global.tcp_tls_domain.clone(),
+                    ca_file: global.tcp_tls_ca_file.clone(),
+                    validate_certificate: global.tcp_tls_validate_certificate.unwrap_or(true),
+                })
+            } else {
+                if global.tcp_tls_domain.is_some()
+                    || global.tcp_tls_ca_file.is_some()
+                    || global.tcp_tls_validate_certificate.is_some()
+                {
+                    return Err(CliError::usage(
+                        "--tcp-tls-domain, --tcp-tls-ca-file and --tcp-tls-validate-certificate \
+                         need --tcp-tls-enabled",
+                    ));
+                }
+                TransportKind::Tcp
+            };
+            let address = global
+                .tcp_server_address
+                .clone()
+                .or(context.tcp_server_address)
+                .unwrap_or_else(|| DEFAULT_TCP_ADDRESS.to_owned());
+            let interval = parse_interval(
+                "tcp-reconnection-interval",
+                global.tcp_reconnection_interval.as_ref(),
+            )?;
+            let retries = global.tcp_reconnection_max_retries.unwrap_or(3);
+            (address, transport, retries, interval)
+        }
+        "quic" => {
+            let address = global
+                .quic_server_address
+                .clone()
+                .or(context.quic_server_address)
+                .unwrap_or_else(|| DEFAULT_QUIC_ADDRESS.to_owned());
+            let interval = parse_interval(
+                "quic-reconnection-interval",
+                global.quic_reconnection_interval.as_ref(),
+            )?;
+            let retries = global.quic_reconnection_max_retries.unwrap_or(3);
+            (
+                address,
+                TransportKind::Quic(quic_options(global)?),
+                retries,
+                interval,
+            )
+        }
+        other => {
+            return Err(CliError::usage(format!(
+                "transport '{other}' is not supported by this CLI (use tcp or quic)"
+            )));
+        }
+    };
     Ok(Settings {
-        address: global
-            .tcp_server_address
-            .clone()
-            .or(context.tcp_server_address)
-            .unwrap_or_else(|| DEFAULT_TCP_ADDRESS.to_owned()),
-        tls: global.tcp_tls_enabled || context.tcp_tls_enabled.unwrap_or(false),
-        tls_domain: global.tcp_tls_domain.clone(),
+        address,
+        transport,
         username: global.username.clone().or(context.username),
         password: global.password.clone().or(context.password),
         token: global.token.clone().or(context.token),
         token_name: global.token_name.clone().or(context.token_name),
-        reconnect_retries: global.tcp_reconnection_max_retries.unwrap_or(3),
+        reconnect_retries,
         reconnect_interval,
     })
 }
 
-fn client_for(settings: &Settings) -> Result<Client, CliError> {
-    let config = ClientConfig {
+fn client_config(settings: &Settings) -> ClientConfig {
+    ClientConfig {
         address: settings.address.clone(),
-        transport: if settings.tls {
-            TransportKind::TcpTls(TlsOptions {
-                domain: settings.tls_domain.clone(),
-                ca_file: None,
-                validate_certificate: true,
-            })
-        } else {
-            TransportKind::Tcp
-        },
+        transport: settings.transport.clone(),
         heartbeat_interval: None,
         reconnect: ReconnectPolicy {
             enabled: true,
@@ -107,8 +200,11 @@ fn client_for(settings: &Settings) -> Result<Client, CliError> {
             max_backoff: settings.reconnect_interval,
         },
         ..ClientConfig::default()
-    };
-    Ok(Client::new(config)?)
+    }
+}
+
+fn client_for(settings: &Settings) -> Result<Client, CliError> {
+    Ok(Client::new(client_config(settings))?)
 }
 
 fn read_secret(prompt: &str) -> Result<String, CliError> {
@@ -156,6 +252,16 @@ fn resolve_login(settings: &Settings, home: &Home, use_session: bool) -> Result<
     ))
 }
 
+/// The login context only for what the server said: a connection or certificate failure is
+/// not a login problem and reads better on its own.
+fn login_error(error: rill_sdk::Error, context: String) -> CliError {
+    if error.server_code().is_some() {
+        CliError::from(error).context(context)
+    } else {
+        CliError::from(error)
+    }
+}
+
 async fn login(
     client: &Client,
     login: &Login,
@@ -165,16 +271,17 @@ async fn login(
     match login {
         Login::UsernamePassword(username, password) => {
             client.login_user(username, password).await.map_err(|e| {
-                CliError::from(e).context(format!(
-                    "Problem with server login for username: {username}"
-                ))
+                login_error(
+                    e,
+                    format!("Problem with server login for username: {username}"),
+                )
             })?;
         }
         Login::Token(token) => {
             client
                 .login_with_personal_access_token(token)
                 .await
-                .map_err(|e| CliError::from(e).context("Problem with server login with token"))?;
+                .map_err(|e| login_error(e, "Problem with server login with token".into()))?;
         }
         Login::Session(token) => {
             if let Err(error) = client.login_with_personal_access_token(token).await {
@@ -1847,6 +1954,186 @@ async fn poll_command(printer: &Printer, client: &Client, args: PollArgs) -> Res
                     _ = tokio::signal::ctrl_c() => return Ok(()),
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn config_for(args: &[&str]) -> Result<ClientConfig, CliError> {
+        config_with_context(args, ContextConfig::default())
+    }
+
+    fn config_with_context(
+        args: &[&str],
+        context: ContextConfig,
+    ) -> Result<ClientConfig, CliError> {
+        let cli = Cli::try_parse_from(std::iter::once("iggy").chain(args.iter().copied()))
+            .map_err(|e| CliError::usage(e.to_string()))?;
+        settings(&cli.global, context).map(|settings| client_config(&settings))
+    }
+
+    #[test]
+    fn plain_tcp_is_the_default() {
+        let config = config_for(&["stream", "list"]).unwrap();
+        assert_eq!(config.address, DEFAULT_TCP_ADDRESS);
+        assert_eq!(config.transport, TransportKind::Tcp);
+        assert_eq!(config.reconnect.max_attempts, Some(4));
+    }
+
+    #[test]
+    fn tls_flags_map_to_tls_options() {
+        let config = config_for(&[
+            "--tcp-tls-enabled",
+            "--tcp-server-address",
+            "10.0.0.1:8090",
+            "--tcp-tls-domain",
+            "broker.example",
+            "--tcp-tls-ca-file",
+            "/etc/ca.pem",
+            "stream",
+            "list",
+        ])
+        .unwrap();
+        assert_eq!(config.address, "10.0.0.1:8090");
+        assert_eq!(
+            config.transport,
+            TransportKind::TcpTls(TlsOptions {
+                domain: Some("broker.example".into()),
+                ca_file: Some("/etc/ca.pem".into()),
+                validate_certificate: true,
+            })
+        );
+        let config = config_for(&[
+            "--tcp-tls-enabled",
+            "--tcp-tls-validate-certificate=false",
+            "stream",
+            "list",
+        ])
+        .unwrap();
+        assert!(matches!(
+            config.transport,
+            TransportKind::TcpTls(TlsOptions {
+                validate_certificate: false,
+                ..
+            })
+        ));
+        // Without a value the flag means true, and it does not swallow the subcommand.
+        let config = config_for(&[
+            "--tcp-tls-enabled",
+            "--tcp-tls-validate-certificate",
+            "stream",
+            "list",
+        ])
+        .unwrap();
+        assert!(matches!(
+            config.transport,
+            TransportKind::TcpTls(TlsOptions {
+                validate_certificate: true,
+                ..
+            })
+        ));
+        // A context can turn TLS on.
+        let context = ContextConfig {
+            tcp_tls_enabled: Some(true),
+            ..ContextConfig::default()
+        };
+        let config = config_with_context(&["stream", "list"], context).unwrap();
+        assert_eq!(
+            config.transport,
+            TransportKind::TcpTls(TlsOptions::default())
+        );
+    }
+
+    #[test]
+    fn tls_options_without_tls_are_usage_errors() {
+        let error = config_for(&["--tcp-tls-ca-file", "/ca.pem", "stream", "list"]).unwrap_err();
+        assert_eq!(error.exit_code, crate::error::EXIT_USAGE);
+        assert!(error.message.contains("--tcp-tls-enabled"), "{error}");
+    }
+
+    #[test]
+    fn quic_flags_map_to_quic_options() {
+        let config = config_for(&["--transport", "quic", "stream", "list"]).unwrap();
+        assert_eq!(config.address, "127.0.0.1:8080");
+        assert_eq!(
+            config.transport,
+            TransportKind::Quic(QuicOptions::default())
+        );
+
+        let config = config_for(&[
+            "--transport",
+            "quic",
+            "--quic-server-address",
+            "10.0.0.2:9000",
+            "--quic-server-name",
+            "broker",
+            "--quic-client-address",
+            "0.0.0.0:0",
+            "--quic-validate-certificate",
+            "--quic-ca-file",
+            "/ca.pem",
+            "--quic-response-buffer-size",
+            "50000000",
+            "--quic-keep-alive-interval",
+            "0",
+            "--quic-max-idle-timeout",
+            "30000",
+            "--quic-reconnection-max-retries",
+            "1",
+            "--quic-reconnection-interval",
+            "250ms",
+            "stream",
+            "list",
+        ])
+        .unwrap();
+        assert_eq!(config.address, "10.0.0.2:9000");
+        assert_eq!(config.reconnect.max_attempts, Some(2));
+        assert_eq!(config.reconnect.initial_backoff, Duration::from_millis(250));
+        let TransportKind::Quic(options) = config.transport else {
+            panic!("not QUIC");
+        };
+        assert_eq!(options.server_name, "broker");
+        assert_eq!(options.client_address.as_deref(), Some("0.0.0.0:0"));
+        assert!(options.validate_certificate);
+        assert_eq!(options.ca_file.as_deref(), Some("/ca.pem"));
+        assert_eq!(options.response_buffer_size, 50_000_000);
+        assert_eq!(options.keep_alive_interval, None);
+        assert_eq!(options.max_idle_timeout, Some(Duration::from_secs(30)));
+
+        let context = ContextConfig {
+            transport: Some("quic".into()),
+            quic_server_address: Some("10.9.9.9:8080".into()),
+            ..ContextConfig::default()
+        };
+        let config = config_with_context(&["stream", "list"], context).unwrap();
+        assert_eq!(config.address, "10.9.9.9:8080");
+        assert!(matches!(config.transport, TransportKind::Quic(_)));
+    }
+
+    #[test]
+    fn unsupported_transports_and_stray_quic_flags_are_usage_errors() {
+        for args in [
+            &["--transport", "http", "stream", "list"][..],
+            &["--transport", "ws", "stream", "list"][..],
+            &[
+                "--transport",
+                "quic",
+                "--quic-ca-file",
+                "/ca.pem",
+                "stream",
+                "list",
+            ][..],
+        ] {
+            let error = config_for(args).unwrap_err();
+            assert_eq!(
+                error.exit_code,
+                crate::error::EXIT_USAGE,
+                "{args:?}: {error}"
+            );
         }
     }
 }

@@ -104,13 +104,28 @@ impl From<SdkError> for CliError {
             | SdkError::Timeout { .. }
             | SdkError::NotConnected => EXIT_UNREACHABLE,
             SdkError::InvalidArgument(_) | SdkError::InvalidConnectionString(_) => EXIT_USAGE,
-            SdkError::TlsNotSupported => EXIT_USAGE,
+            // A CA file or server name the user gave is wrong: fix the arguments.
+            SdkError::Tls {
+                code: ErrorCode::InvalidTlsCertificatePath | ErrorCode::InvalidTlsDomain,
+                ..
+            } => EXIT_USAGE,
+            // The server's certificate was refused: no secure connection could be made.
+            SdkError::Tls { .. } => EXIT_UNREACHABLE,
             _ => EXIT_SERVER_ERROR,
         };
-        CliError {
-            exit_code,
-            message: error.to_string(),
+        let mut message = error.to_string();
+        if let SdkError::Tls { .. } = &error {
+            // The SDK names its own options; say which flags of this tool set them.
+            message.push_str(if message.contains("QUIC") {
+                " [iggy flags: --quic-ca-file, --quic-server-name, --quic-validate-certificate]"
+            } else {
+                " [iggy flags: --tcp-tls-ca-file, --tcp-tls-domain, \
+                 --tcp-tls-validate-certificate=false]"
+            });
+        } else if message.contains("iggy+tls://") {
+            message.push_str(" [iggy flag: --tcp-tls-enabled]");
         }
+        CliError { exit_code, message }
     }
 }
 

@@ -695,7 +695,7 @@ fn unreachable_server_and_unsupported_transport() {
         .env("IGGY_HOME", home.path())
         .args([
             "--transport",
-            "quic",
+            "ws",
             "-u",
             "iggy",
             "-p",
@@ -707,4 +707,27 @@ fn unreachable_server_and_unsupported_transport() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("not supported"));
+    // Nobody answers QUIC on that UDP port: the handshake times out (5 s connect timeout).
+    let output = Command::cargo_bin("iggy")
+        .unwrap()
+        .env("IGGY_HOME", home.path())
+        .args([
+            "--transport",
+            "quic",
+            "--quic-server-address",
+            &format!("127.0.0.1:{port}"),
+            "--quic-reconnection-max-retries",
+            "0",
+            "-u",
+            "iggy",
+            "-p",
+            "iggy",
+            "stream",
+            "list",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("QUIC handshake"), "{stderr}");
 }

@@ -18,7 +18,7 @@
 
 use crate::config::{ClientConfig, Credentials, ReconnectPolicy};
 use crate::error::{Error, Result};
-use crate::transport::{Connection, Connector, OutgoingFrame, connector_for};
+use crate::transport::{Connection, Connector, OutgoingFrame, PermanentFailure, connector_for};
 use crate::wire::{CommandResponse, encode_frame};
 use bytes::Bytes;
 use rill_core::frame::ResponseHeader;
@@ -387,7 +387,14 @@ impl Client {
                 self.inner.connector.connect(&config.address),
             )
             .await
-            .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()));
+            .unwrap_or_else(|_| {
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    self.inner
+                        .connector
+                        .timeout_message(&config.address, config.connect_timeout),
+                ))
+            });
             match outcome {
                 Ok(connection) => {
                     self.inner.connection_epoch.fetch_add(1, Ordering::AcqRel);
@@ -396,6 +403,10 @@ impl Client {
                     return Ok(connection);
                 }
                 Err(source) => {
+                    // A certificate nobody trusts stays untrusted: fail now, saying why.
+                    if let Some(failure) = PermanentFailure::find(&source) {
+                        return Err(failure.clone().into());
+                    }
                     if !policy.allows(attempt + 1) || self.inner.shut_down.load(Ordering::Acquire) {
                         return Err(Error::Unreachable {
                             address: config.address.clone(),

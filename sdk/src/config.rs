@@ -1,13 +1,26 @@
 //! Client configuration: the builder's options and the connection string that sets them.
 //!
 //! A connection string looks like
-//! `iggy://user:password@host:port?option=value&...` (also `iggy+tcp://`, and `iggy+tls://` for
-//! TLS over TCP). A user part without a colon (`iggy://TOKEN@host:port`) is a personal access
-//! token. Options: `tls` (bool), `tls_domain`, `tls_ca_file`, `request_timeout`,
-//! `connect_timeout`, `heartbeat_interval` (`0`/`none` disables), `reconnection_retries` (a
-//! number or `unlimited`), `reconnection_interval` (initial backoff), `reconnection_max_interval`,
-//! `reconnection` (bool), `nodelay` (bool). Durations accept `ms`, `s`, `m`, `h` suffixes
-//! (`250ms`, `5s`); a bare number is milliseconds.
+//! `iggy://user:password@host:port?option=value&...` (also `iggy+tcp://`, `iggy+tls://` for TLS
+//! over TCP and `iggy+quic://` for QUIC). A user part without a colon (`iggy://TOKEN@host:port`)
+//! is a personal access token. The port defaults to 8090 (8080 for QUIC).
+//!
+//! Options of every transport: `request_timeout`, `connect_timeout`, `heartbeat_interval`
+//! (`0`/`none` disables), `reconnection_retries` (a number or `unlimited`; upstream's QUIC name
+//! `reconnection_max_retries` is accepted too), `reconnection_interval` (initial backoff),
+//! `reconnection_max_interval`, `reconnection` (bool).
+//!
+//! TCP: `nodelay` (bool), `tls` (bool), `tls_domain`, `tls_ca_file` (PEM),
+//! `tls_validate_certificate` (bool, default true).
+//!
+//! QUIC: `server_name` (default `localhost`), `client_address` (local UDP address to bind),
+//! `validate_certificate` (bool, default false), `tls_ca_file` (PEM), `response_buffer_size`
+//! (bytes, default 10 000 000), `keep_alive_interval` and `max_idle_timeout` (durations, `0`
+//! disables), `max_concurrent_bidi_streams`, `datagram_send_buffer_size`, `initial_mtu`,
+//! `send_window`, `receive_window`.
+//!
+//! Durations accept `us`, `ms`, `s`, `m`, `h` suffixes (`250ms`, `5s`); a bare number is
+//! milliseconds.
 
 use crate::error::{Error, Result};
 use std::fmt;
@@ -15,6 +28,13 @@ use std::time::Duration;
 
 /// The SDK's default server address (protocol.md 9).
 pub const DEFAULT_TCP_ADDRESS: &str = "127.0.0.1:8090";
+/// The default QUIC server address (UDP).
+pub const DEFAULT_QUIC_ADDRESS: &str = "127.0.0.1:8080";
+/// The QUIC server name upstream's SDK uses (the name in the server's default self-signed
+/// certificate).
+pub const DEFAULT_QUIC_SERVER_NAME: &str = "localhost";
+/// Upstream's default limit on one QUIC response (`response_buffer_size`).
+pub const DEFAULT_QUIC_RESPONSE_BUFFER_SIZE: usize = 10_000_000;
 /// Default root credentials of a development server.
 pub const DEFAULT_USERNAME: &str = "iggy";
 /// Default root credentials of a development server.
@@ -57,17 +77,91 @@ pub enum TransportKind {
     Tcp,
     /// TLS over TCP (same port, protocol.md 1.5).
     TcpTls(TlsOptions),
+    /// QUIC over UDP, one bidirectional stream per request (protocol.md 1.6).
+    Quic(QuicOptions),
 }
 
-/// TLS options (used once TLS is supported; see [`crate::Error::TlsNotSupported`]).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// TLS-over-TCP options.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsOptions {
-    /// Server name for SNI and certificate validation; defaults to the address's host.
+    /// Server name for SNI and certificate validation; defaults to the address's host (an IP
+    /// address is allowed).
     pub domain: Option<String>,
-    /// A CA certificate file to trust instead of the system roots.
+    /// A PEM file of CA certificates to trust instead of the built-in web PKI roots (a
+    /// self-signed server certificate itself works too).
     pub ca_file: Option<String>,
-    /// Whether to validate the server certificate (default true).
+    /// Whether to validate the server certificate (default true, as upstream's SDK); false
+    /// accepts any certificate.
     pub validate_certificate: bool,
+}
+
+impl Default for TlsOptions {
+    fn default() -> Self {
+        TlsOptions {
+            domain: None,
+            ca_file: None,
+            validate_certificate: true,
+        }
+    }
+}
+
+/// QUIC options. Defaults follow upstream's SDK.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuicOptions {
+    /// Name for SNI and certificate validation (default `localhost`).
+    pub server_name: String,
+    /// Local UDP address to bind; by default the unspecified address of the server's family
+    /// with a free port. The server derives the client id from this address.
+    pub client_address: Option<String>,
+    /// Whether to validate the server certificate (default false: servers use a self-signed
+    /// certificate by default).
+    pub validate_certificate: bool,
+    /// A PEM file of CA certificates to trust instead of the built-in web PKI roots.
+    pub ca_file: Option<String>,
+    /// The largest response accepted, in bytes (default 10 000 000). A poll can return more
+    /// than that: raise it for large polls.
+    pub response_buffer_size: usize,
+    /// Interval of QUIC keep-alive packets (default 5 s); `None` disables them.
+    pub keep_alive_interval: Option<Duration>,
+    /// The connection closes after this long without packets (default 10 s); `None` leaves it
+    /// to the server.
+    pub max_idle_timeout: Option<Duration>,
+    /// Streams the server may open towards this client (default 10 000; the protocol never
+    /// needs any, upstream's SDK sets it anyway).
+    pub max_concurrent_bidi_streams: u64,
+    /// Datagram send buffer in bytes (default 100 000).
+    pub datagram_send_buffer_size: usize,
+    /// Initial MTU (default 1200).
+    pub initial_mtu: u16,
+    /// Send window in bytes: data in flight before the server acknowledges it (default 8 MiB).
+    /// Upstream's SDK defaults to 100 000, which caps a connection at about one window per
+    /// acknowledgement delay: 1 MB batches crawled at 4 MB/s over loopback.
+    pub send_window: u64,
+    /// Receive window in bytes: how much of a response the server may send ahead of our reads
+    /// (default 8 MiB; upstream 100 000, which throttles large polls the same way).
+    pub receive_window: u64,
+}
+
+/// QUIC flow-control windows of our clients (see [`QuicOptions::send_window`]).
+pub const DEFAULT_QUIC_WINDOW: u64 = 8 << 20;
+
+impl Default for QuicOptions {
+    fn default() -> Self {
+        QuicOptions {
+            server_name: DEFAULT_QUIC_SERVER_NAME.to_owned(),
+            client_address: None,
+            validate_certificate: false,
+            ca_file: None,
+            response_buffer_size: DEFAULT_QUIC_RESPONSE_BUFFER_SIZE,
+            keep_alive_interval: Some(Duration::from_secs(5)),
+            max_idle_timeout: Some(Duration::from_secs(10)),
+            max_concurrent_bidi_streams: 10_000,
+            datagram_send_buffer_size: 100_000,
+            initial_mtu: 1200,
+            send_window: DEFAULT_QUIC_WINDOW,
+            receive_window: DEFAULT_QUIC_WINDOW,
+        }
+    }
 }
 
 /// Reconnection with bounded exponential backoff.
@@ -158,15 +252,21 @@ impl ClientConfig {
             .split_once("://")
             .ok_or_else(|| invalid("expected iggy://user:password@host:port"))?;
         let mut config = ClientConfig::default();
+        let mut default_port = 8090;
         match scheme {
             "iggy" | "iggy+tcp" => {}
             "iggy+tls" | "iggy+tcps" => {
-                config.transport = TransportKind::TcpTls(TlsOptions {
-                    validate_certificate: true,
-                    ..TlsOptions::default()
-                })
+                config.transport = TransportKind::TcpTls(TlsOptions::default())
             }
-            other => return Err(invalid(&format!("unsupported scheme '{other}'"))),
+            "iggy+quic" => {
+                config.transport = TransportKind::Quic(QuicOptions::default());
+                default_port = 8080;
+            }
+            other => {
+                return Err(invalid(&format!(
+                    "unsupported scheme '{other}' (expected iggy, iggy+tcp, iggy+tls or iggy+quic)"
+                )));
+            }
         }
         let (authority, query) = match rest.split_once('?') {
             Some((authority, query)) => (authority, Some(query)),
@@ -186,7 +286,7 @@ impl ClientConfig {
                 .map_err(|_| invalid(&format!("invalid port '{port}'")))?;
             host.to_owned()
         } else {
-            format!("{host}:8090")
+            format!("{host}:{default_port}")
         };
         config.credentials = match user_info {
             None => Credentials::None,
@@ -218,28 +318,84 @@ impl ClientConfig {
         let invalid =
             || Error::InvalidConnectionString(format!("invalid value for {key}: {value}"));
         match key {
-            "tls" => {
-                if parse_bool(value).ok_or_else(invalid)? {
-                    if self.transport == TransportKind::Tcp {
-                        self.transport = TransportKind::TcpTls(TlsOptions {
-                            validate_certificate: true,
-                            ..TlsOptions::default()
-                        });
-                    }
-                } else {
-                    self.transport = TransportKind::Tcp;
+            "tls" => match (parse_bool(value).ok_or_else(invalid)?, &self.transport) {
+                (_, TransportKind::Quic(_)) => {
+                    return Err(Error::InvalidConnectionString(
+                        "tls applies to TCP; QUIC is always encrypted".to_owned(),
+                    ));
                 }
-            }
-            "tls_domain" | "tls_ca_file" | "tls_validate_certificate" => {
+                (true, TransportKind::Tcp) => {
+                    self.transport = TransportKind::TcpTls(TlsOptions::default())
+                }
+                (true, _) => {}
+                (false, _) => self.transport = TransportKind::Tcp,
+            },
+            "tls_domain" | "tls_validate_certificate" => {
                 let TransportKind::TcpTls(options) = &mut self.transport else {
                     return Err(Error::InvalidConnectionString(format!(
-                        "{key} needs tls=true"
+                        "{key} needs tls=true (or iggy+tls://)"
                     )));
                 };
                 match key {
                     "tls_domain" => options.domain = Some(value.to_owned()),
-                    "tls_ca_file" => options.ca_file = Some(value.to_owned()),
                     _ => options.validate_certificate = parse_bool(value).ok_or_else(invalid)?,
+                }
+            }
+            "tls_ca_file" => match &mut self.transport {
+                TransportKind::TcpTls(options) => options.ca_file = Some(value.to_owned()),
+                TransportKind::Quic(options) => options.ca_file = Some(value.to_owned()),
+                TransportKind::Tcp => {
+                    return Err(Error::InvalidConnectionString(
+                        "tls_ca_file needs tls=true (or iggy+tls://)".to_owned(),
+                    ));
+                }
+            },
+            "server_name"
+            | "client_address"
+            | "validate_certificate"
+            | "response_buffer_size"
+            | "keep_alive_interval"
+            | "max_idle_timeout"
+            | "max_concurrent_bidi_streams"
+            | "datagram_send_buffer_size"
+            | "initial_mtu"
+            | "send_window"
+            | "receive_window" => {
+                let TransportKind::Quic(options) = &mut self.transport else {
+                    return Err(Error::InvalidConnectionString(format!(
+                        "{key} is a QUIC option (use iggy+quic://)"
+                    )));
+                };
+                let optional_duration = |value: &str| match value {
+                    "0" | "none" | "disabled" => Some(None),
+                    _ => parse_duration(value).map(Some),
+                };
+                match key {
+                    "server_name" => options.server_name = value.to_owned(),
+                    "client_address" => options.client_address = Some(value.to_owned()),
+                    "validate_certificate" => {
+                        options.validate_certificate = parse_bool(value).ok_or_else(invalid)?
+                    }
+                    "response_buffer_size" => {
+                        options.response_buffer_size = value.parse().map_err(|_| invalid())?
+                    }
+                    "keep_alive_interval" => {
+                        options.keep_alive_interval =
+                            optional_duration(value).ok_or_else(invalid)?
+                    }
+                    "max_idle_timeout" => {
+                        options.max_idle_timeout = optional_duration(value).ok_or_else(invalid)?
+                    }
+                    "max_concurrent_bidi_streams" => {
+                        options.max_concurrent_bidi_streams =
+                            value.parse().map_err(|_| invalid())?
+                    }
+                    "datagram_send_buffer_size" => {
+                        options.datagram_send_buffer_size = value.parse().map_err(|_| invalid())?
+                    }
+                    "initial_mtu" => options.initial_mtu = value.parse().map_err(|_| invalid())?,
+                    "send_window" => options.send_window = value.parse().map_err(|_| invalid())?,
+                    _ => options.receive_window = value.parse().map_err(|_| invalid())?,
                 }
             }
             "nodelay" => self.nodelay = parse_bool(value).ok_or_else(invalid)?,
@@ -256,7 +412,7 @@ impl ClientConfig {
                 }
             }
             "reconnection" => self.reconnect.enabled = parse_bool(value).ok_or_else(invalid)?,
-            "reconnection_retries" => {
+            "reconnection_retries" | "reconnection_max_retries" => {
                 self.reconnect.max_attempts = match value {
                     "unlimited" => None,
                     _ => Some(value.parse().map_err(|_| invalid())?),
@@ -382,6 +538,65 @@ mod tests {
     }
 
     #[test]
+    fn quic_strings_use_upstream_defaults_and_options() {
+        let config =
+            ClientConfig::from_connection_string("iggy+quic://iggy:iggy@localhost").unwrap();
+        assert_eq!(config.address, "localhost:8080");
+        assert_eq!(
+            config.transport,
+            TransportKind::Quic(QuicOptions::default())
+        );
+        let defaults = QuicOptions::default();
+        assert_eq!(defaults.server_name, "localhost");
+        assert!(!defaults.validate_certificate);
+        assert_eq!(defaults.response_buffer_size, 10_000_000);
+        assert_eq!(defaults.keep_alive_interval, Some(Duration::from_secs(5)));
+        assert_eq!(defaults.max_idle_timeout, Some(Duration::from_secs(10)));
+
+        let config = ClientConfig::from_connection_string(
+            "iggy+quic://u:p@10.0.0.1:9000?server_name=broker&validate_certificate=true&tls_ca_file=/ca.pem&response_buffer_size=50000000&keep_alive_interval=0&max_idle_timeout=30000&client_address=0.0.0.0:0&reconnection_max_retries=4",
+        )
+        .unwrap();
+        assert_eq!(config.address, "10.0.0.1:9000");
+        assert_eq!(config.reconnect.max_attempts, Some(4));
+        let TransportKind::Quic(options) = config.transport else {
+            panic!("not QUIC");
+        };
+        assert_eq!(options.server_name, "broker");
+        assert!(options.validate_certificate);
+        assert_eq!(options.ca_file.as_deref(), Some("/ca.pem"));
+        assert_eq!(options.response_buffer_size, 50_000_000);
+        assert_eq!(options.keep_alive_interval, None);
+        assert_eq!(options.max_idle_timeout, Some(Duration::from_secs(30)));
+        assert_eq!(options.client_address.as_deref(), Some("0.0.0.0:0"));
+    }
+
+    #[test]
+    fn tls_strings_validate_by_default() {
+        let config =
+            ClientConfig::from_connection_string("iggy+tls://u:p@h:1?tls_ca_file=/ca.pem").unwrap();
+        assert_eq!(
+            config.transport,
+            TransportKind::TcpTls(TlsOptions {
+                domain: None,
+                ca_file: Some("/ca.pem".into()),
+                validate_certificate: true,
+            })
+        );
+        let config = ClientConfig::from_connection_string(
+            "iggy://u:p@h:1?tls=true&tls_validate_certificate=false",
+        )
+        .unwrap();
+        assert!(matches!(
+            config.transport,
+            TransportKind::TcpTls(TlsOptions {
+                validate_certificate: false,
+                ..
+            })
+        ));
+    }
+
+    #[test]
     fn rejects_malformed_strings() {
         for text in [
             "127.0.0.1:8090",
@@ -393,6 +608,12 @@ mod tests {
             "iggy://u:p@h:1?request_timeout=soon",
             "iggy://u:p@h:1?tls_domain=x",
             "iggy://u:%zz@h:1",
+            "iggy://u:p@h:1?server_name=x",
+            "iggy+quic://u:p@h:1?tls=true",
+            "iggy+quic://u:p@h:1?tls_domain=x",
+            "iggy+quic://u:p@h:1?response_buffer_size=lots",
+            "iggy+tls://u:p@h:1?validate_certificate=false",
+            "iggy+udp://u:p@h:1",
         ] {
             assert!(
                 matches!(

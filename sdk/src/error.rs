@@ -51,8 +51,15 @@ pub enum Error {
     InvalidConnectionString(String),
     /// An argument was rejected on the client side before anything was sent.
     InvalidArgument(String),
-    /// TLS was requested but this build of the SDK cannot speak it yet.
-    TlsNotSupported,
+    /// TLS (over TCP or inside QUIC) could not be set up: an untrusted certificate, a name the
+    /// certificate does not cover, an unreadable CA file, an invalid server name. Retrying does
+    /// not help, so the client fails at once; the message says what to change.
+    Tls {
+        /// `InvalidTlsCertificate`, `InvalidTlsCertificatePath` or `InvalidTlsDomain`.
+        code: ErrorCode,
+        /// What failed and what to do about it.
+        message: String,
+    },
     /// The high-level producer or consumer was closed.
     Closed,
 }
@@ -73,7 +80,7 @@ impl Error {
             Error::NotConnected => ErrorCode::NotConnected,
             Error::InvalidConnectionString(_) => ErrorCode::InvalidConnectionString,
             Error::InvalidArgument(_) => ErrorCode::InvalidFormat,
-            Error::TlsNotSupported => ErrorCode::FeatureUnavailable,
+            Error::Tls { code, .. } => *code,
             Error::Closed => ErrorCode::ClientShutdown,
         }
     }
@@ -154,9 +161,7 @@ impl fmt::Display for Error {
                 write!(f, "invalid connection string: {message}")
             }
             Error::InvalidArgument(message) => write!(f, "invalid argument: {message}"),
-            Error::TlsNotSupported => {
-                f.write_str("TLS over TCP is not yet supported by this client")
-            }
+            Error::Tls { message, .. } => f.write_str(message),
             Error::Closed => f.write_str("closed"),
         }
     }

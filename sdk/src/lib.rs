@@ -8,7 +8,9 @@
 //!   strategies, consumer groups and offset commits.
 //!
 //! The protocol itself lives in `rill_core` (sans I/O); this crate adds transports
-//! ([`transport`]) and ergonomics.
+//! ([`transport`]: TCP, TLS over TCP with rustls, QUIC with quinn; chosen by
+//! [`TransportKind`] or the connection string's scheme `iggy://`, `iggy+tls://`, `iggy+quic://`)
+//! and ergonomics.
 //!
 //! ```no_run
 //! # async fn example() -> rill_sdk::Result<()> {
@@ -35,7 +37,9 @@ pub use client::{
     Client, ClientBuilder, IntoIdentifier, SnapshotCompression, SnapshotType, TopicOptions,
     parse_identifier,
 };
-pub use config::{ClientConfig, Credentials, ReconnectPolicy, TlsOptions, TransportKind};
+pub use config::{
+    ClientConfig, Credentials, QuicOptions, ReconnectPolicy, TlsOptions, TransportKind,
+};
 pub use error::{Error, Result};
 pub use message::{Header, HeaderValue, Message, SendMessage};
 pub use wire::CommandResponse;

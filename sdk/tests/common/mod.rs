@@ -1,10 +1,10 @@
 //! Starts the real `iggy-server` binary for integration tests: built once per test binary, one
-//! server per test on a free loopback port with its own temporary data directory.
-//! (Also used by the CLI's tests through `#[path]`.)
+//! server per test on a loopback port of its own with its own temporary data directory.
+//! (Also used by the CLI's and the bench's tests through `#[path]`.)
 
 #![allow(dead_code)]
 
-use std::net::{TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Once;
@@ -38,31 +38,63 @@ pub fn server_binary() -> PathBuf {
     target.join("debug").join("iggy-server")
 }
 
+/// A port nothing listens on right now, never the same twice in this test process (for tests of
+/// unreachable servers; servers themselves bind port 0, see [`TestServer::start`]).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("address")
-        .port()
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .expect("bind")
+            .local_addr()
+            .expect("address")
+            .port();
+        let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
+}
+
+/// The address in the server's "iggy-server is listening for `transport` connections" log line
+/// (text log format: `address=...`).
+pub fn logged_address(log: &str, transport: &str) -> Option<SocketAddr> {
+    let marker = format!("iggy-server is listening for {transport} connections");
+    let line = log.lines().rev().find(|line| line.contains(&marker))?;
+    line.split_once("address=")?
+        .1
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// A running server; killed when dropped.
 pub struct TestServer {
     child: Option<Child>,
-    pub port: u16,
+    /// The TCP address, `127.0.0.1:PORT`.
     pub address: String,
     pub data_dir: tempfile::TempDir,
+    env: Vec<(String, String)>,
 }
 
 impl TestServer {
     pub fn start() -> TestServer {
-        let data_dir = tempfile::tempdir().expect("temp dir");
-        let port = free_port();
+        Self::start_with(&[])
+    }
+
+    /// Starts with extra `IGGY_*` settings. The first start binds port 0 and reads the port from
+    /// the log, so no other process can take it between our choice and the server's bind;
+    /// restarts reuse it.
+    pub fn start_with(env: &[(&str, &str)]) -> TestServer {
         let mut server = TestServer {
             child: None,
-            port,
-            address: format!("127.0.0.1:{port}"),
-            data_dir,
+            address: "127.0.0.1:0".to_owned(),
+            data_dir: tempfile::tempdir().expect("temp dir"),
+            env: env
+                .iter()
+                .map(|(key, value)| (key.to_string(), value.to_string()))
+                .collect(),
         };
         server.spawn();
         server
@@ -79,19 +111,40 @@ impl TestServer {
             .append(true)
             .open(self.data_dir.path().join("server.log"))
             .expect("log file");
-        let child = Command::new(server_binary())
+        let log_start = log.metadata().expect("log size").len() as usize;
+        let mut command = Command::new(server_binary());
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("IGGY_") {
+                command.env_remove(key);
+            }
+        }
+        let child = command
             .env("IGGY_TCP_ADDRESS", &self.address)
+            // QUIC is on by default at 127.0.0.1:8080: an ephemeral port keeps test servers apart.
+            .env("IGGY_QUIC_ADDRESS", "127.0.0.1:0")
             .env("IGGY_SYSTEM_PATH", self.data_dir.path().join("data"))
             .env("IGGY_ROOT_USERNAME", "iggy")
             .env("IGGY_ROOT_PASSWORD", "iggy")
             .env("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "2")
+            .envs(self.env.iter().map(|(key, value)| (key, value)))
+            .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
             .spawn()
             .expect("server starts");
         self.child = Some(child);
+        // The TCP line is the server's last start-up line, written once every shard listens; a
+        // connect probe could not tell our server from another process on the same port.
         let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(&self.address).is_err() {
+        loop {
+            if let Some(address) = self
+                .log()
+                .get(log_start..)
+                .and_then(|log| logged_address(log, "TCP"))
+            {
+                self.address = address.to_string();
+                break;
+            }
             if let Some(child) = self.child.as_mut()
                 && let Ok(Some(status)) = child.try_wait()
             {
@@ -104,6 +157,11 @@ impl TestServer {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The server's process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     pub fn log(&self) -> String {

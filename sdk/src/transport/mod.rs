@@ -1,27 +1,38 @@
 //! Transports: the only code that touches sockets.
 //!
 //! A [`Connector`] opens [`Connection`]s; a connection carries one request frame and reads one
-//! response frame at a time (protocol.md 1.1-1.2). TCP is implemented here; TLS over TCP and QUIC
-//! plug in behind the same two traits (QUIC would open one bidirectional stream per
-//! [`Connection::round_trip`], protocol.md 1.6).
+//! response frame at a time (protocol.md 1.1-1.2). Three transports sit behind the two traits:
+//! plain TCP ([`TcpConnector`]), TLS over TCP ([`TlsConnector`], protocol.md 1.5) and QUIC
+//! ([`QuicConnector`], one bidirectional stream per [`Connection::round_trip`], protocol.md 1.6).
+//!
+//! All rustls configurations use the ring provider explicitly: the process-wide default
+//! provider is ambiguous when another crate in the same build enables aws-lc-rs.
 //!
 //! Every request frame leaves in one vectored write: `head` (the 8-byte frame header plus the
 //! encoded metadata) and `body` (for SendMessages, the messages section, written straight from
 //! the batch buffer without another copy). Splitting the header into its own small write while
 //! Nagle is on costs ~40 ms per request; TCP_NODELAY is also set by default.
 
+mod quic;
+mod tcp;
+mod tls;
+
+pub use quic::{QuicConnection, QuicConnector};
+pub use tcp::{TcpConnection, TcpConnector};
+pub use tls::{TlsConnection, TlsConnector};
+
 use crate::config::{ClientConfig, TransportKind};
 use crate::error::{Error, Result};
 use bytes::{Bytes, BytesMut};
+use rill_core::ErrorCode;
 use rill_core::frame::{RESPONSE_HEADER_SIZE, ResponseHeader};
 use std::future::Future;
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A boxed, sendable future (the traits below are object safe).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -82,71 +93,67 @@ pub trait Connection: Send + Sync {
 pub trait Connector: Send + Sync {
     /// Connects to `address` (`host:port`).
     fn connect<'a>(&'a self, address: &'a str) -> BoxFuture<'a, io::Result<Box<dyn Connection>>>;
+
+    /// The message of a connection attempt that took longer than the connect timeout; transports
+    /// say what to check.
+    fn timeout_message(&self, address: &str, after: Duration) -> String {
+        format!("connecting to {address} did not complete within {after:?}")
+    }
 }
 
-/// The connector for a configured transport.
+/// The connector for a configured transport. TLS settings are checked here (CA file read and
+/// parsed, server name valid), so a bad setting fails when the client is built, not on connect.
 pub fn connector_for(config: &ClientConfig) -> Result<Arc<dyn Connector>> {
     match &config.transport {
         TransportKind::Tcp => Ok(Arc::new(TcpConnector {
             nodelay: config.nodelay,
         })),
-        // The seam for TLS: a `TlsConnector` wrapping the TCP stream goes here once the server
-        // speaks TLS (protocol.md 1.5). Until then the failure is explicit.
-        TransportKind::TcpTls(_) => Err(Error::TlsNotSupported),
+        TransportKind::TcpTls(options) => Ok(Arc::new(TlsConnector::new(
+            options,
+            &config.address,
+            config.nodelay,
+        )?)),
+        TransportKind::Quic(options) => Ok(Arc::new(QuicConnector::new(options)?)),
     }
 }
 
-/// Plain TCP.
-#[derive(Debug, Clone, Copy)]
-pub struct TcpConnector {
-    /// Whether TCP_NODELAY is set on new sockets.
-    pub nodelay: bool,
+/// A connection failure that retrying cannot fix (an untrusted certificate, a name the
+/// certificate does not cover). Connectors return it inside an [`io::Error`]; the client stops
+/// retrying and reports it as [`Error::Tls`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermanentFailure {
+    /// The protocol code the failure maps to.
+    pub code: ErrorCode,
+    /// What failed and what to do about it.
+    pub message: String,
 }
 
-impl Connector for TcpConnector {
-    fn connect<'a>(&'a self, address: &'a str) -> BoxFuture<'a, io::Result<Box<dyn Connection>>> {
-        Box::pin(async move {
-            let stream = TcpStream::connect(address).await?;
-            stream.set_nodelay(self.nodelay)?;
-            let peer = stream.peer_addr().ok();
-            let local = stream.local_addr().ok();
-            let (reader, writer) = stream.into_split();
-            Ok(Box::new(TcpConnection {
-                reader: BufReader::with_capacity(READ_BUFFER_BYTES, reader),
-                writer,
-                peer,
-                local,
-            }) as Box<dyn Connection>)
-        })
+impl std::fmt::Display for PermanentFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
     }
 }
 
-/// A TCP session.
-#[derive(Debug)]
-pub struct TcpConnection {
-    reader: BufReader<OwnedReadHalf>,
-    writer: OwnedWriteHalf,
-    peer: Option<SocketAddr>,
-    local: Option<SocketAddr>,
+impl std::error::Error for PermanentFailure {}
+
+impl PermanentFailure {
+    /// Wraps the failure into the error type connectors return.
+    pub fn into_io(self) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, self)
+    }
+
+    /// The failure inside `error`, when `error` carries one.
+    pub fn find(error: &io::Error) -> Option<&PermanentFailure> {
+        error.get_ref()?.downcast_ref::<PermanentFailure>()
+    }
 }
 
-impl Connection for TcpConnection {
-    fn round_trip<'a>(
-        &'a mut self,
-        frame: OutgoingFrame<'a>,
-    ) -> BoxFuture<'a, io::Result<RawResponse>> {
-        Box::pin(async move {
-            write_frame(&mut self.writer, frame).await?;
-            read_response(&mut self.reader).await
-        })
-    }
-
-    fn peer_address(&self) -> Option<SocketAddr> {
-        self.peer
-    }
-
-    fn local_address(&self) -> Option<SocketAddr> {
-        self.local
+impl From<PermanentFailure> for Error {
+    fn from(failure: PermanentFailure) -> Self {
+        Error::Tls {
+            code: failure.code,
+            message: failure.message,
+        }
     }
 }
 
