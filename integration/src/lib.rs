@@ -1,6 +1,6 @@
 //! Harness for the end-to-end tests in `integration/tests/`: each test starts the real
 //! `iggy-server` binary on 127.0.0.1 with a fresh temporary data directory and talks to it over
-//! TCP, either with the official Apache Iggy SDK (`iggy` 0.10.0) or with raw frames.
+//! TCP or QUIC, either with the official Apache Iggy SDK (`iggy` 0.10.0) or with raw frames.
 //!
 //! The server binary is built on first use with `cargo build -p rill-server --bin iggy-server`
 //! (once per test process), so `cargo test --workspace` works from a clean checkout. Set
@@ -18,14 +18,19 @@
 //!
 //! Code map:
 //! - [`binary`]: finds (and builds) the server binary.
+//! - [`crash_cycles`]: kill -9 cycles under load and the checks after each restart (the
+//!   `crash-cycles` binary and `tests/reliability_crash_cycles.rs`).
 //! - [`server`]: [`TestServer`], one server process with its own port and data directory.
 //! - [`slots`]: a process-wide limit on how many servers run at once.
 //! - [`sdk`]: official SDK clients connected to a [`TestServer`].
 //! - [`raw`]: a blocking raw-frame TCP client for malformed-input and pre-login cases.
 //! - [`fixtures`]: test messages and comparisons of what was sent with what was polled.
+//! - [`official_cli`]: runs the official `iggy` CLI against a [`TestServer`] over TCP or QUIC.
 
 pub mod binary;
+pub mod crash_cycles;
 pub mod fixtures;
+pub mod official_cli;
 pub mod raw;
 pub mod sdk;
 pub mod server;

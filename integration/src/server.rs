@@ -20,7 +20,7 @@ use crate::binary::server_binary;
 use crate::slots::{self, Slot};
 use std::fs::File;
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -87,6 +87,7 @@ pub struct TestServer {
     child: Option<Child>,
     options: ServerOptions,
     address: SocketAddr,
+    quic_address: SocketAddr,
     binary: PathBuf,
     starts: u32,
     // Declared after `child` so the directory outlives the process in drop order; the Drop impl
@@ -109,7 +110,10 @@ impl TestServer {
         let mut server = TestServer {
             child: None,
             options,
-            address: free_port_address(),
+            // Port 0 on the first start: the server binds what the OS hands it and logs it, so no
+            // other process can take a port between our choice and its bind. Restarts reuse it.
+            address: SocketAddr::from(([127, 0, 0, 1], 0)),
+            quic_address: SocketAddr::from(([127, 0, 0, 1], 0)),
             binary,
             starts: 0,
             root,
@@ -124,9 +128,21 @@ impl TestServer {
         Self::start(ServerOptions::default())
     }
 
+    /// The HTTP endpoint's address as this run of the server logged it (set `IGGY_HTTP_ADDRESS`
+    /// to `127.0.0.1:0` for a port of its own), if it listens.
+    pub fn http_address(&self) -> Option<SocketAddr> {
+        logged_address(&self.log(), "HTTP endpoint listening")
+    }
+
     /// The server's TCP address (127.0.0.1 and the port chosen at start).
     pub fn address(&self) -> SocketAddr {
         self.address
+    }
+
+    /// The server's QUIC (UDP) address: 127.0.0.1 and a port chosen at start. Every test server
+    /// gets its own, since QUIC is on by default and the shards' sockets share their port.
+    pub fn quic_address(&self) -> SocketAddr {
+        self.quic_address
     }
 
     /// The server's TCP address as `"127.0.0.1:port"`.
@@ -194,6 +210,7 @@ impl TestServer {
         )
         .expect("write server log");
         let stderr = log.try_clone().expect("clone log handle");
+        let log_start = log.metadata().expect("server log size").len();
 
         let mut command = Command::new(&self.binary);
         for (key, _) in std::env::vars_os() {
@@ -204,6 +221,7 @@ impl TestServer {
         command
             .current_dir(self.root.path())
             .env("IGGY_TCP_ADDRESS", self.address.to_string())
+            .env("IGGY_QUIC_ADDRESS", self.quic_address.to_string())
             .env("IGGY_SYSTEM_PATH", self.data_path())
             .env(
                 "IGGY_SYSTEM_SHARDING_CPU_ALLOCATION",
@@ -224,10 +242,13 @@ impl TestServer {
             .spawn()
             .unwrap_or_else(|error| panic!("cannot start {}: {error}", self.binary.display()));
         self.child = Some(child);
-        self.wait_until_listening();
+        self.wait_until_listening(log_start);
     }
 
-    fn wait_until_listening(&mut self) {
+    /// Waits for this start's "listening for TCP connections" log line (the server's last start-up
+    /// line, written once every shard listens) and takes the bound addresses from it. A connect
+    /// probe could not tell our server from another process listening on the same port.
+    fn wait_until_listening(&mut self, log_start: u64) {
         let started = Instant::now();
         loop {
             let child = self.child.as_mut().expect("server process");
@@ -240,7 +261,13 @@ impl TestServer {
                     self.log_tail()
                 );
             }
-            if TcpStream::connect_timeout(&self.address, Duration::from_millis(200)).is_ok() {
+            let log = std::fs::read(self.log_path()).unwrap_or_default();
+            let log = String::from_utf8_lossy(log.get(log_start as usize..).unwrap_or_default());
+            if let Some(tcp) = logged_address(&log, "listening for TCP connections") {
+                self.address = tcp;
+                if let Some(quic) = logged_address(&log, "listening for QUIC connections") {
+                    self.quic_address = quic;
+                }
                 return;
             }
             if started.elapsed() > STARTUP_TIMEOUT {
@@ -258,14 +285,20 @@ impl TestServer {
     /// Sends SIGTERM and waits (bounded) for the process to exit; returns its exit status.
     /// Panics if it does not exit in time (after killing it).
     pub fn stop(&mut self) -> ExitStatus {
+        self.stop_within(SHUTDOWN_TIMEOUT)
+    }
+
+    /// [`Self::stop`] with its own time limit, for servers with much to close (thousands of
+    /// partitions are flushed and synced one by one at shutdown).
+    pub fn stop_within(&mut self, limit: Duration) -> ExitStatus {
         let pid = self.pid().expect("stop: the server is not running");
         send_signal(pid, libc::SIGTERM);
-        match self.wait_for_exit(SHUTDOWN_TIMEOUT) {
+        match self.wait_for_exit(limit) {
             Some(status) => status,
             None => {
                 self.kill();
                 panic!(
-                    "iggy-server did not exit within {SHUTDOWN_TIMEOUT:?} after SIGTERM; log:\n{}",
+                    "iggy-server did not exit within {limit:?} after SIGTERM; log:\n{}",
                     self.log_tail()
                 );
             }
@@ -324,10 +357,15 @@ impl Drop for TestServer {
     }
 }
 
-/// Picks a port the OS considers free right now (bind port 0, read it, release it).
-fn free_port_address() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    listener.local_addr().expect("local address")
+/// The address in the last log line containing `marker` (such as "listening for TCP
+/// connections"), in the text (`address=...`) or JSON (`"address":"..."`) log format.
+pub fn logged_address(log: &str, marker: &str) -> Option<SocketAddr> {
+    let line = log.lines().rev().find(|line| line.contains(marker))?;
+    let value = match line.split_once("address=") {
+        Some((_, rest)) => rest.split_whitespace().next()?,
+        None => line.split_once("\"address\":\"")?.1.split('"').next()?,
+    };
+    value.parse().ok()
 }
 
 fn send_signal(pid: u32, signal: libc::c_int) {

@@ -373,12 +373,12 @@ async fn metrics_move_by_exactly_what_the_workload_did() {
     // workload did; io_uring, pool, metadata-log and process figures are present. How: 2 shards,
     // one SDK client, 3 partitions x 4 batches x 50 messages, 3 polls, 1 failing GetStream,
     // a background thread scraping in a loop throughout.
-    let http_address = free_address();
     let server = TestServer::start(
         ServerOptions::new()
             .shards(2)
-            .env("IGGY_HTTP_ADDRESS", &http_address.to_string()),
+            .env("IGGY_HTTP_ADDRESS", "127.0.0.1:0"),
     );
+    let http_address = server.http_address().expect("the HTTP endpoint listens");
     let before_setup = scrape(http_address);
     assert_eq!(before_setup.get("iggy_streams", &[]), 0.0);
 

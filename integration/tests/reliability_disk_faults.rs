@@ -1,0 +1,288 @@
+//! Disk faults: the storage fault-injection seam (`RILL_STORAGE_FAULT_FILE`, see
+//! `server/src/storage/fault.rs`) makes segment writes fail with ENOSPC or EIO, or fsyncs fail,
+//! in one partition of the real binary. The client gets 4010 CannotAppendMessage for the
+//! affected request, the partition stays readable and shows nothing that was not stored, other
+//! partitions keep working, writes resume when the fault clears, data is consistent after a
+//! restart, and after a failed fsync the data it covered is never acknowledged or shown as
+//! durable (it is cut, not resurrected).
+
+use bytes::Bytes;
+use iggy::prelude::*;
+use rill_integration::fixtures::{message_id, poll_partition, test_messages};
+use rill_integration::sdk::{create_stream, id, root_client};
+use rill_integration::{ServerOptions, TestServer};
+use std::path::{Path, PathBuf};
+
+/// CannotAppendMessage: what an append gets when the storage failed under it.
+const CANNOT_APPEND: u32 = 4010;
+
+struct Faults {
+    _dir: tempfile::TempDir,
+    control: PathBuf,
+}
+
+impl Faults {
+    fn new() -> Faults {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let control = dir.path().join("fault");
+        std::fs::write(&control, "off").expect("write fault control file");
+        Faults { _dir: dir, control }
+    }
+
+    fn set(&self, spec: &str) {
+        std::fs::write(&self.control, spec).expect("write fault control file");
+    }
+
+    fn path(&self) -> &Path {
+        &self.control
+    }
+}
+
+fn server(faults: &Faults, extra: &[(&str, &str)]) -> TestServer {
+    let mut options = ServerOptions::new().env(
+        "RILL_STORAGE_FAULT_FILE",
+        faults.path().to_str().expect("utf-8 path"),
+    );
+    for (key, value) in extra {
+        options = options.env(key, value);
+    }
+    TestServer::start(options)
+}
+
+async fn send(
+    client: &IggyClient,
+    topic: &str,
+    partition: u32,
+    tag: u32,
+    start: u64,
+    count: u64,
+) -> Result<(), IggyError> {
+    let mut messages = test_messages(tag, start, count);
+    client
+        .send_messages(
+            &id(0),
+            &Identifier::named(topic).expect("name"),
+            &Partitioning::partition_id(partition),
+            &mut messages,
+        )
+        .await
+}
+
+#[track_caller]
+fn assert_refused(result: Result<(), IggyError>, what: &str) {
+    match result {
+        Ok(()) => panic!("{what}: the append was acknowledged despite the fault"),
+        Err(error) => assert_eq!(
+            error.as_code(),
+            CANNOT_APPEND,
+            "{what}: expected {CANNOT_APPEND}, got {} ({error})",
+            error.as_code()
+        ),
+    }
+}
+
+/// (offset, id, payload) of the whole partition.
+async fn content(client: &IggyClient, topic: &str, partition: u32) -> Vec<(u64, u128, Bytes)> {
+    poll_partition(
+        client,
+        &id(0),
+        &Identifier::named(topic).expect("name"),
+        partition,
+        1000,
+    )
+    .await
+    .into_iter()
+    .map(|m| (m.header.offset, m.header.id, m.payload))
+    .collect()
+}
+
+/// Asserts the partition holds exactly the messages `(tag, sequences)`, at offsets 0, 1, ...
+#[track_caller]
+fn assert_content(found: &[(u64, u128, Bytes)], tag: u32, sequences: &[u64], what: &str) {
+    let expected: Vec<(u64, u128, Bytes)> = sequences
+        .iter()
+        .enumerate()
+        .map(|(offset, &sequence)| {
+            let message = &test_messages(tag, sequence, 1)[0];
+            (
+                offset as u64,
+                message_id(tag, sequence),
+                message.payload.clone(),
+            )
+        })
+        .collect();
+    let summary = |list: &[(u64, u128, Bytes)]| -> Vec<(u64, u64)> {
+        list.iter().map(|(o, id, _)| (*o, *id as u64)).collect()
+    };
+    assert_eq!(
+        summary(found),
+        summary(&expected),
+        "{what}: (offset, sequence) of the stored messages"
+    );
+    assert!(found == expected.as_slice(), "{what}: payloads differ");
+}
+
+#[tokio::test]
+async fn write_faults_fail_the_request_keep_the_partition_consistent_and_clear() {
+    // Proves: with ENOSPC and then EIO on one partition's writes (ack mode `written`), each
+    // send to it gets 4010 while the fault lasts, its content stays exactly the acknowledged
+    // messages (readable throughout), the other partition keeps accepting and serving
+    // messages, sends succeed again once the fault clears (offsets continue densely, no refused
+    // message appears), a purge works after a fault, and a graceful restart and a kill -9 keep
+    // exactly that content.
+    let faults = Faults::new();
+    let mut server = server(&faults, &[]);
+    let client = root_client(&server).await;
+    create_stream(&client, "faults").await;
+    client
+        .create_topic(
+            &id(0),
+            "t",
+            2,
+            CompressionAlgorithm::None,
+            None,
+            IggyExpiry::NeverExpire,
+            MaxTopicSize::ServerDefault,
+        )
+        .await
+        .expect("create topic");
+    send(&client, "t", 0, 0, 0, 20).await.expect("send p0");
+    send(&client, "t", 1, 1, 0, 20).await.expect("send p1");
+    let mut p0: Vec<u64> = (0..20).collect();
+    let mut p1: Vec<u64> = (0..20).collect();
+
+    for (round, fault) in ["enospc", "eio"].into_iter().enumerate() {
+        let base = 100 * (round as u64 + 1);
+        faults.set(&format!("{fault} topics/0/partitions/0"));
+        assert_refused(send(&client, "t", 0, 0, base, 5).await, fault);
+        assert_refused(send(&client, "t", 0, 0, base + 5, 5).await, fault);
+        assert_content(&content(&client, "t", 0).await, 0, &p0, fault);
+        send(&client, "t", 1, 1, base, 5)
+            .await
+            .unwrap_or_else(|error| panic!("{fault} on p0 must not affect p1: {error}"));
+        p1.extend(base..base + 5);
+        assert_content(&content(&client, "t", 1).await, 1, &p1, fault);
+
+        faults.set("off");
+        send(&client, "t", 0, 0, base + 10, 5)
+            .await
+            .unwrap_or_else(|error| panic!("send after clearing {fault}: {error}"));
+        p0.extend(base + 10..base + 15);
+        assert_content(&content(&client, "t", 0).await, 0, &p0, "after clearing");
+    }
+    // A purge of a partition a fault stopped works once the fault clears (the log is reopened
+    // before it is replaced); offsets restart at 0 as after any purge.
+    faults.set("eio topics/0/partitions/0");
+    assert_refused(send(&client, "t", 0, 0, 500, 2).await, "before the purge");
+    faults.set("off");
+    client
+        .purge_topic(&id(0), &Identifier::named("t").unwrap())
+        .await
+        .expect("purge after the fault cleared");
+    send(&client, "t", 0, 0, 600, 3)
+        .await
+        .expect("send after purge");
+    p0 = (600..603).collect();
+    p1.clear();
+    assert_content(&content(&client, "t", 0).await, 0, &p0, "after the purge");
+    drop(client);
+
+    server.restart();
+    let client = root_client(&server).await;
+    assert_content(&content(&client, "t", 0).await, 0, &p0, "after restart");
+    assert_content(&content(&client, "t", 1).await, 1, &p1, "p1 after restart");
+    send(&client, "t", 0, 0, 900, 3)
+        .await
+        .expect("send after restart");
+    p0.extend(900..903);
+    drop(client);
+    server.kill();
+    server.start_again();
+    let client = root_client(&server).await;
+    assert_content(&content(&client, "t", 0).await, 0, &p0, "after kill -9");
+    assert_content(&content(&client, "t", 1).await, 1, &p1, "p1 after kill -9");
+}
+
+#[tokio::test]
+async fn a_failed_fsync_is_never_acknowledged_and_its_data_is_not_kept() {
+    // Proves: in `fsync` ack mode, when fsync fails the send gets 4010, the messages it wrote
+    // are never shown (the fsync watermark does not move), sends keep failing while fsync
+    // does (the partition cannot be reopened: cutting the unsynced data needs an fsync), a
+    // flush with fsync fails too, the other partition keeps working, and once fsync works
+    // again the next send succeeds at the offset after the last acknowledged message: the
+    // written-but-unsynced data was cut, not resurrected ("fsyncgate"). A kill -9 afterwards
+    // keeps exactly the acknowledged messages.
+    let faults = Faults::new();
+    let mut server = server(
+        &faults,
+        &[("IGGY_SYSTEM_PARTITION_ACK_MODE_OVERRIDES", "faults/d=fsync")],
+    );
+    let client = root_client(&server).await;
+    create_stream(&client, "faults").await;
+    client
+        .create_topic(
+            &id(0),
+            "d",
+            2,
+            CompressionAlgorithm::None,
+            None,
+            IggyExpiry::NeverExpire,
+            MaxTopicSize::ServerDefault,
+        )
+        .await
+        .expect("create topic");
+    send(&client, "d", 0, 0, 0, 10).await.expect("send p0");
+    send(&client, "d", 1, 1, 0, 10).await.expect("send p1");
+    let mut p0: Vec<u64> = (0..10).collect();
+    let mut p1: Vec<u64> = (0..10).collect();
+
+    faults.set("fsync topics/0/partitions/0");
+    assert_refused(send(&client, "d", 0, 0, 100, 5).await, "failed fsync");
+    assert_content(
+        &content(&client, "d", 0).await,
+        0,
+        &p0,
+        "after the failed fsync",
+    );
+    assert_refused(
+        send(&client, "d", 0, 0, 105, 5).await,
+        "fsync still failing",
+    );
+    let flushed = client
+        .flush_unsaved_buffer(&id(0), &Identifier::named("d").unwrap(), 0, true)
+        .await;
+    assert!(
+        flushed.is_err(),
+        "a flush with fsync must fail while fsync fails"
+    );
+    send(&client, "d", 1, 1, 100, 5)
+        .await
+        .expect("a failing fsync of p0 must not affect p1");
+    p1.extend(100..105);
+    assert_content(&content(&client, "d", 0).await, 0, &p0, "still failing");
+    assert_content(&content(&client, "d", 1).await, 1, &p1, "p1");
+
+    faults.set("off");
+    send(&client, "d", 0, 0, 200, 5)
+        .await
+        .expect("send after fsync works again");
+    p0.extend(200..205);
+    assert_content(&content(&client, "d", 0).await, 0, &p0, "after clearing");
+    drop(client);
+
+    server.kill();
+    server.start_again();
+    let client = root_client(&server).await;
+    assert_content(&content(&client, "d", 0).await, 0, &p0, "after kill -9");
+    assert_content(&content(&client, "d", 1).await, 1, &p1, "p1 after kill -9");
+    send(&client, "d", 0, 0, 300, 2)
+        .await
+        .expect("send after kill");
+    p0.extend(300..302);
+    assert_content(
+        &content(&client, "d", 0).await,
+        0,
+        &p0,
+        "after sending again",
+    );
+}
