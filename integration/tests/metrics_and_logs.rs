@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------------------------------------
@@ -405,13 +405,17 @@ async fn metrics_move_by_exactly_what_the_workload_did() {
     );
 
     // Scrape continuously while the workload runs: every scrape is well-formed and counters
-    // are monotonic.
+    // are monotonic. The workload starts after the first scrape and the scraper stops after a
+    // later one, so at least one comparison spans the workload however fast it runs.
     let running = Arc::new(AtomicBool::new(true));
+    let scraped = Arc::new(AtomicUsize::new(0));
     let scraper = {
         let running = running.clone();
+        let scraped = scraped.clone();
         std::thread::spawn(move || {
             let mut previous = scrape(http_address);
             let mut scrapes = 1;
+            scraped.store(scrapes, Ordering::Relaxed);
             while running.load(Ordering::Relaxed) {
                 let current = scrape(http_address);
                 for ((name, labels), value) in &previous.series {
@@ -425,10 +429,23 @@ async fn metrics_move_by_exactly_what_the_workload_did() {
                 }
                 previous = current;
                 scrapes += 1;
+                scraped.store(scrapes, Ordering::Relaxed);
             }
             scrapes
         })
     };
+    let scrapes_reach = |count: usize| {
+        let scraped = scraped.clone();
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while scraped.load(Ordering::Relaxed) < count {
+                assert!(Instant::now() < deadline, "the scraper is stuck");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            scraped.load(Ordering::Relaxed)
+        }
+    };
+    let scrapes_before_workload = scrapes_reach(1).await;
 
     let mut sent_bytes = 0u64;
     let mut sent_to = [0u64; PARTITIONS as usize];
@@ -478,6 +495,7 @@ async fn metrics_move_by_exactly_what_the_workload_did() {
     let missing = client.delete_stream(&id(4242)).await;
     assert!(missing.is_err(), "stream 4242 does not exist");
 
+    scrapes_reach(scrapes_before_workload + 1).await;
     running.store(false, Ordering::Relaxed);
     let scrapes = scraper.join().expect("scraper thread");
     assert!(scrapes >= 2, "scraped {scrapes} times during the workload");

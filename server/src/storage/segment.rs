@@ -84,8 +84,8 @@ impl SegmentFiles {
 
 /// A segment's `.index`, opened on first use and closed again by [`IndexFile::close`]. The
 /// active segment keeps its index in memory and writes it only when sealed or closed, and
-/// sealed segments need theirs only when read, so a partition at rest holds one descriptor
-/// (its `.log`) instead of two: 10,000 partitions fit in 10,000 descriptors.
+/// sealed segments need theirs only when read, so a segment at rest holds one descriptor (its
+/// `.log`) instead of two: 10,000 one-segment partitions fit in 10,000 descriptors.
 pub(crate) struct IndexFile {
     path: PathBuf,
     file: RefCell<Option<Rc<DirectFile>>>,
