@@ -14,12 +14,17 @@
 //! a session's requests must stay ordered, e.g. a login before what it authorises); a stream
 //! that is reset or never finishes only costs its own connection a `read_timeout`.
 
-use super::tcp::{read_exact_array, read_payload};
+use super::tcp::read_exact_array;
 use super::{Registration, ResponseFrame, idle_limit, process_request, with_optional_timeout};
 use crate::handlers::Session;
 use crate::shard::Shard;
 use bytes::{Bytes, BytesMut};
-use compio_quic::{Connection, ConnectionError, Endpoint, EndpointConfig, RecvStream, SendStream};
+use compio::BufResult;
+use compio::buf::{IntoInner, IoBuf};
+use compio::io::AsyncRead;
+use compio_quic::{
+    Connection, ConnectionError, Endpoint, EndpointConfig, RecvStream, SendStream, VarInt,
+};
 use futures_util::future::{Either, select};
 use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, SockaddrStorage, sockopt};
 use rill_core::ErrorCode;
@@ -168,15 +173,49 @@ async fn serve_streams(shard: &Shard, connection: &Connection, session: &mut Ses
             Some(Err(error)) => return Stop::Closed(error),
             Some(Ok(streams)) => streams,
         };
-        if let Some(code) = serve_stream(shard, session, send, recv).await {
+        if let Some(code) = serve_stream(shard, connection, session, send, recv).await {
             return Stop::Status(code);
         }
     }
 }
 
+/// Reads a request body of `len` bytes.
+///
+/// A client whose QUIC send window is smaller than the body (the official SDK's is 100 000
+/// bytes) stops at the end of each window until all of it is acknowledged, and quinn
+/// acknowledges a lone trailing packet only when its 25 ms `max_ack_delay` runs out: a 1 MB
+/// batch took 250 ms. So after every read that leaves bytes missing, the connection window is
+/// grown by one byte and set back (the shrink is taken from the next credit), which queues a
+/// MAX_DATA frame; the endpoint sends it at once and the pending ACK rides along.
+async fn read_body(
+    recv: &mut RecvStream,
+    connection: &Connection,
+    receive_window: VarInt,
+    len: usize,
+) -> io::Result<BytesMut> {
+    let mut body = BytesMut::with_capacity(len);
+    while body.len() < len {
+        let filled = body.len();
+        let BufResult(result, slice) = recv.read(body.slice(filled..len)).await;
+        body = slice.into_inner();
+        if result? == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        if body.len() < len
+            && let Some(nudge) = receive_window.into_inner().checked_add(1)
+            && let Ok(nudge) = VarInt::from_u64(nudge)
+        {
+            connection.set_receive_window(nudge);
+            connection.set_receive_window(receive_window);
+        }
+    }
+    Ok(body)
+}
+
 /// Serves one request stream. Returns a status after which the connection must close.
 async fn serve_stream(
     shard: &Shard,
+    connection: &Connection,
     session: &mut Session,
     mut send: SendStream,
     mut recv: RecvStream,
@@ -185,6 +224,8 @@ async fn serve_stream(
     let config = &shard.shared.config.tcp;
     let max_send_bytes = config.max_send_messages_size.0 as usize;
     let anonymous = session.user_id.is_none();
+    let receive_window =
+        VarInt::from_u64(shard.shared.config.quic.receive_window.0).unwrap_or(VarInt::MAX);
     let request = async {
         let header =
             RequestHeader::parse(read_exact_array(&mut recv, [0u8; REQUEST_HEADER_SIZE]).await?);
@@ -213,7 +254,7 @@ async fn serve_stream(
         let payload = if payload_len == 0 {
             BytesMut::new()
         } else {
-            read_payload(&mut recv, BytesMut::with_capacity(payload_len), payload_len).await?
+            read_body(&mut recv, connection, receive_window, payload_len).await?
         };
         metrics.received_bytes.add(payload_len as u64);
         io::Result::Ok(Ok((header.code, payload)))
