@@ -222,6 +222,9 @@ impl TestServer {
             .current_dir(self.root.path())
             .env("IGGY_TCP_ADDRESS", self.address.to_string())
             .env("IGGY_QUIC_ADDRESS", self.quic_address.to_string())
+            // A port of its own, so parallel servers do not fight over the default 3000
+            // (see `http_address`).
+            .env("IGGY_HTTP_ADDRESS", "127.0.0.1:0")
             .env("IGGY_SYSTEM_PATH", self.data_path())
             .env(
                 "IGGY_SYSTEM_SHARDING_CPU_ALLOCATION",

@@ -122,6 +122,7 @@ impl TestServer {
             .env("IGGY_TCP_ADDRESS", &self.address)
             // QUIC is on by default at 127.0.0.1:8080: an ephemeral port keeps test servers apart.
             .env("IGGY_QUIC_ADDRESS", "127.0.0.1:0")
+            .env("IGGY_HTTP_ADDRESS", "127.0.0.1:0")
             .env("IGGY_SYSTEM_PATH", self.data_dir.path().join("data"))
             .env("IGGY_ROOT_USERNAME", "iggy")
             .env("IGGY_ROOT_PASSWORD", "iggy")
