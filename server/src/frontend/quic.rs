@@ -19,12 +19,10 @@ use super::{Registration, ResponseFrame, idle_limit, process_request, with_optio
 use crate::handlers::Session;
 use crate::shard::Shard;
 use bytes::{Bytes, BytesMut};
-use compio::BufResult;
-use compio::buf::{IntoInner, IoBuf};
-use compio::io::AsyncRead;
 use compio_quic::{
     Connection, ConnectionError, Endpoint, EndpointConfig, RecvStream, SendStream, VarInt,
 };
+use futures_util::FutureExt;
 use futures_util::future::{Either, select};
 use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, SockaddrStorage, sockopt};
 use rill_core::ErrorCode;
@@ -179,14 +177,18 @@ async fn serve_streams(shard: &Shard, connection: &Connection, session: &mut Ses
     }
 }
 
+/// How long a request body may pause before the server prompts its acknowledgements.
+const ACK_PROMPT_AFTER: Duration = Duration::from_millis(1);
+
 /// Reads a request body of `len` bytes.
 ///
 /// A client whose QUIC send window is smaller than the body (the official SDK's is 100 000
 /// bytes) stops at the end of each window until all of it is acknowledged, and quinn
 /// acknowledges a lone trailing packet only when its 25 ms `max_ack_delay` runs out: a 1 MB
-/// batch took 250 ms. So after every read that leaves bytes missing, the connection window is
-/// grown by one byte and set back (the shrink is taken from the next credit), which queues a
-/// MAX_DATA frame; the endpoint sends it at once and the pending ACK rides along.
+/// batch took 250 ms. So when the body pauses for [`ACK_PROMPT_AFTER`], the connection window
+/// is grown by one byte and set back (the shrink is taken from the next credit), which queues a
+/// MAX_DATA frame; the endpoint sends it at once and the pending ACK rides along. Bodies that
+/// keep flowing (clients with large windows) never pay for the extra packets.
 async fn read_body(
     recv: &mut RecvStream,
     connection: &Connection,
@@ -195,18 +197,28 @@ async fn read_body(
 ) -> io::Result<BytesMut> {
     let mut body = BytesMut::with_capacity(len);
     while body.len() < len {
-        let filled = body.len();
-        let BufResult(result, slice) = recv.read(body.slice(filled..len)).await;
-        body = slice.into_inner();
-        if result? == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        if body.len() < len
-            && let Some(nudge) = receive_window.into_inner().checked_add(1)
-            && let Ok(nudge) = VarInt::from_u64(nudge)
-        {
-            connection.set_receive_window(nudge);
-            connection.set_receive_window(receive_window);
+        let wanted = len - body.len();
+        // read_chunk is cancel-safe: a read dropped while pending loses nothing.
+        let chunk = match recv.read_chunk(wanted, true).now_or_never() {
+            Some(chunk) => chunk,
+            None => {
+                match compio::time::timeout(ACK_PROMPT_AFTER, recv.read_chunk(wanted, true)).await {
+                    Ok(chunk) => chunk,
+                    Err(_) => {
+                        if let Some(nudge) = receive_window.into_inner().checked_add(1)
+                            && let Ok(nudge) = VarInt::from_u64(nudge)
+                        {
+                            connection.set_receive_window(nudge);
+                            connection.set_receive_window(receive_window);
+                        }
+                        recv.read_chunk(wanted, true).await
+                    }
+                }
+            }
+        };
+        match chunk.map_err(io::Error::from)? {
+            Some(chunk) => body.extend_from_slice(&chunk.bytes),
+            None => return Err(io::ErrorKind::UnexpectedEof.into()),
         }
     }
     Ok(body)
