@@ -77,7 +77,9 @@ pub fn cluster_metadata(shard: &Shard) -> HandlerResult {
                 .map_or(shard.shared.config.http.address.port(), |address| {
                     address.port()
                 }),
-            websocket_port: 8092,
+            // No WebSocket listener exists: 0 rather than upstream's 8092, which would point
+            // clients at a port nothing answers on.
+            websocket_port: 0,
             role: 0,
             status: 0,
         }],
