@@ -17,6 +17,7 @@
 #             load average is below this (default 1.5): the machine is shared, and a compiler on
 #             the other core changes every figure
 set -euo pipefail
+SCRIPTS=$(dirname "$(realpath "$0")")
 MODE=${MODE:-memory}
 RUNS=${RUNS:-3}
 BIN=$(realpath "${BIN:-target/release}")
@@ -60,4 +61,4 @@ for run in $(seq "$RUNS"); do
         output -o "$OUT" --remark "$MODE-single-$run" | { grep -E "producers \(total\)" || true; }
 done
 echo "RSS after the runs: $(awk '/VmRSS/ {print $2, $3}' /proc/$PID/status)"
-python3 "$(dirname "$0")/summarise.py" "$OUT" "$MODE"
+python3 "$SCRIPTS/summarise.py" "$OUT" "$MODE"
