@@ -295,8 +295,10 @@ async fn snapshot_is_a_real_zip_archive() {
     // process_list.txt, resource_usage.txt, server_logs.txt, server_config.txt, deflated as
     // asked); "test" stored gives test.txt holding "test\n" with a correct CRC-32; several
     // explicit types give one stored, non-empty, CRC-correct entry each; "all" together with
-    // another type is refused with 3 (protocol.md 2.6: 100 must be alone). How: official SDK,
-    // archives read with the small ZIP reader in support/mod.rs.
+    // another type is refused with 3 (protocol.md 2.6: 100 must be alone); bzip2, zstd and xz
+    // entries carry their method ids and decompress to what was stored; LZMA is refused with 5.
+    // How: official SDK, archives read with the small ZIP reader in support/mod.rs (and the zip
+    // crate to decompress).
     let server = TestServer::start(ServerOptions::new());
     let root = root_client(&server).await;
 
@@ -365,6 +367,37 @@ async fn snapshot_is_a_real_zip_archive() {
         .await,
         3,
         "snapshot type 'all' combined with another type",
+    );
+
+    // The other codecs upstream offers: each entry carries its ZIP method id and decompresses
+    // back to the original; LZMA, which the zip crate cannot write, is refused with 5.
+    for (compression, method) in [
+        (SnapshotCompression::Bzip2, 12),
+        (SnapshotCompression::Zstd, 93),
+        (SnapshotCompression::Xz, 95),
+    ] {
+        let snapshot = root
+            .snapshot(compression, vec![SystemSnapshotType::Test])
+            .await
+            .unwrap_or_else(|error| panic!("snapshot {compression:?}: {error}"));
+        let entries = zip_entries(&snapshot.0).expect("readable ZIP");
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].method, method, "{compression:?}");
+        let mut archive =
+            zip::ZipArchive::new(std::io::Cursor::new(snapshot.0)).expect("zip crate reads it");
+        let mut content = String::new();
+        std::io::Read::read_to_string(
+            &mut archive.by_name("test.txt").expect("test.txt"),
+            &mut content,
+        )
+        .expect("decompress test.txt");
+        assert_eq!(content, "test\n", "{compression:?}");
+    }
+    assert_error_code(
+        root.snapshot(SnapshotCompression::Lzma, vec![SystemSnapshotType::Test])
+            .await,
+        5,
+        "LZMA snapshot",
     );
 }
 

@@ -22,8 +22,12 @@ pub async fn snapshot(shard: &Shard, request: GetSnapshot) -> HandlerResult {
     let method = match request.compression {
         1 => zip::CompressionMethod::Stored,
         2 => zip::CompressionMethod::Deflated,
-        // bzip2, zstd, lzma and xz are not built in.
-        _ => return Err(ErrorCode::FeatureUnavailable),
+        3 => zip::CompressionMethod::Bzip2,
+        4 => zip::CompressionMethod::Zstd,
+        // The zip crate reads LZMA entries but cannot write them.
+        5 => return Err(ErrorCode::FeatureUnavailable),
+        6 => zip::CompressionMethod::Xz,
+        _ => return Err(ErrorCode::InvalidCommand),
     };
     let types: Vec<u8> = if request.types.is_empty() || request.types.contains(&ALL) {
         vec![
