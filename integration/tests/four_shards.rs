@@ -222,3 +222,99 @@ async fn metadata_changes_from_any_connection_are_seen_by_all() {
         );
     }
 }
+
+/// Sum of the samples of `name` in the server's /metrics whose labels include `label`.
+fn metric_sum(server: &TestServer, name: &str, label: &str) -> f64 {
+    use std::io::{Read, Write};
+    let address = server.http_address().expect("HTTP endpoint logged");
+    let mut http = std::net::TcpStream::connect(address).expect("connect to /metrics");
+    write!(http, "GET /metrics HTTP/1.1\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut body = String::new();
+    http.read_to_string(&mut body).expect("read /metrics");
+    body.lines()
+        .filter(|line| line.starts_with(&format!("{name}{{")) && line.contains(label))
+        .map(|line| {
+            let value = line.rsplit(' ').next().expect("a value");
+            value.parse::<f64>().expect("a number")
+        })
+        .sum()
+}
+
+#[tokio::test]
+async fn connections_move_to_the_shard_owning_their_partitions() {
+    // Proves: a TCP connection whose requests keep going to partitions another shard owns is
+    // handed over to that shard (tcp.rs MOVE_AFTER_REMOTE_REQUESTS = 4), so of 8 connections that
+    // each send 30 batches to one partition and poll them back, none forwards more than 4
+    // requests (without the move, the 3 in 4 connections accepted by a non-owner would forward
+    // all 31); the handed-over sessions keep their client id, login and messages, are listed
+    // once each by GetClients, and leave the clients table when they disconnect. How: official
+    // SDK clients on a 4-shard server, /metrics for the forward and move counters.
+    let server = TestServer::start(ServerOptions::new().shards(4));
+    let admin = root_client(&server).await;
+    let stream = create_stream(&admin, "moves").await;
+    create_topic(&admin, stream, "t", 8).await;
+    let (s, t) = (id(stream), id(0));
+    let forwards_before = metric_sum(&server, "iggy_shard_forwards_total", "kind=\"data\"");
+
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        clients.push(root_client(&server).await);
+    }
+    for (partition, client) in clients.iter().enumerate() {
+        let partition = partition as u32;
+        let me_before = client.get_me().await.expect("me").client_id;
+        let sent = send_series(
+            client,
+            &s,
+            &t,
+            &Partitioning::partition_id(partition),
+            (partition, 0, 300),
+            10,
+        )
+        .await;
+        assert_eq!(sent.len(), 30);
+        let polled = poll_partition(client, &s, &t, partition, 1000).await;
+        assert_batches(
+            &polled,
+            &sent.iter().collect::<Vec<_>>(),
+            0,
+            &format!("partition {partition}"),
+        );
+        let me_after = client.get_me().await.expect("me after the sends");
+        assert_eq!(
+            me_after.client_id, me_before,
+            "a moved session keeps its id"
+        );
+        assert_eq!(me_after.user_id, Some(0), "and its login");
+    }
+    let forwards =
+        metric_sum(&server, "iggy_shard_forwards_total", "kind=\"data\"") - forwards_before;
+    let moves = metric_sum(&server, "iggy_shard_connections_moved_total", "shard=");
+    assert!(
+        forwards <= 8.0 * 4.0,
+        "{forwards} data forwards for 8 connections ({moves} moved)"
+    );
+    assert!(moves <= 8.0, "{moves} moves for 8 connections");
+    let listed = admin.get_clients().await.expect("clients");
+    assert_eq!(
+        listed.len(),
+        9,
+        "8 clients and the admin, once each: {listed:?}"
+    );
+
+    for client in clients {
+        client.shutdown().await.expect("disconnect");
+    }
+    let mut remaining = usize::MAX;
+    for _ in 0..100 {
+        remaining = admin.get_clients().await.expect("clients").len();
+        if remaining == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        remaining, 1,
+        "moved sessions leave the clients table on disconnect"
+    );
+}

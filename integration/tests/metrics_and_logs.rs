@@ -583,11 +583,16 @@ async fn metrics_move_by_exactly_what_the_workload_did() {
     );
     assert!(delta("iggy_storage_written_bytes_total", &[]) >= sent_bytes as f64);
 
-    // Every forward is delivered by the owner's inbox; a single connection forwards at most
-    // every partition operation it made.
+    // Every forward, and every connection handed to the shard owning its partitions, is
+    // delivered by that shard's inbox; a single connection forwards at most every partition
+    // operation it made.
     let forwards = delta("iggy_shard_forwards_total", &[("kind", "data")]);
     assert!(forwards <= (sends + u64::from(PARTITIONS)) as f64);
-    assert_eq!(delta("iggy_shard_inbox_messages_total", &[]), forwards);
+    let moves = delta("iggy_shard_connections_moved_total", &[]);
+    assert_eq!(
+        delta("iggy_shard_inbox_messages_total", &[]),
+        forwards + moves
+    );
 
     // Per-partition series (top N, default 10 >= 3 partitions): exact per partition.
     for partition in 0..PARTITIONS {

@@ -63,6 +63,13 @@ impl ClientRegistry {
         self.entries.remove(&client_id);
     }
 
+    /// Records that the client's connection is now served by `shard`.
+    pub fn set_shard(&self, client_id: u32, shard: u16) {
+        if let Some(mut entry) = self.entries.get_mut(&client_id) {
+            entry.shard = shard;
+        }
+    }
+
     pub fn set_user(&self, client_id: u32, user_id: Option<u32>) {
         if let Some(mut entry) = self.entries.get_mut(&client_id) {
             entry.user_id = user_id;

@@ -28,6 +28,9 @@ pub struct Registration {
     shard: Rc<Shard>,
     client_id: u32,
     transport: Transport,
+    /// Handed over to another shard, which registered it there: dropping this one only
+    /// undoes this shard's counts.
+    handed_over: bool,
 }
 
 impl Registration {
@@ -50,23 +53,47 @@ impl Registration {
             transport,
             user_id: None,
             last_heartbeat: Instant::now(),
+            remote_owner: None,
         };
         let registration = Registration {
             shard: shard.clone(),
             client_id,
             transport,
+            handed_over: false,
         };
         (registration, session)
+    }
+
+    /// Registers on `shard` a session another shard handed over (see [`tcp::adopt`]).
+    pub fn adopt(shard: &Rc<Shard>, session: &Session) -> Self {
+        shard.shared.clients.set_shard(session.client_id, shard.id);
+        shard.connections.set(shard.connections.get() + 1);
+        shard.metrics.transport(session.transport).adopted();
+        Registration {
+            shard: shard.clone(),
+            client_id: session.client_id,
+            transport: session.transport,
+            handed_over: false,
+        }
+    }
+
+    /// The session now belongs to another shard: the client stays registered and in its
+    /// groups; only this shard's counts drop.
+    pub fn hand_over(mut self) {
+        self.handed_over = true;
     }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
         let shard = &self.shard;
-        shard.shared.groups.leave_all(self.client_id);
-        shard.shared.clients.remove(self.client_id);
         shard.connections.set(shard.connections.get() - 1);
         shard.metrics.transport(self.transport).disconnected();
+        if self.handed_over {
+            return;
+        }
+        shard.shared.groups.leave_all(self.client_id);
+        shard.shared.clients.remove(self.client_id);
         tracing::debug!(
             shard = shard.id,
             client_id = self.client_id,

@@ -25,7 +25,25 @@ pub(super) fn consumer_key(consumer: &Consumer) -> ConsumerKey {
     }
 }
 
-pub async fn send(shard: &Shard, user_id: u32, request: SendMessages) -> HandlerResult {
+/// Routes a data operation to the partition's owner, noting the owner in the session.
+async fn data(
+    shard: &Shard,
+    session: &mut Session,
+    key: PartitionKey,
+    op: DataOp,
+) -> Result<DataReply, ErrorCode> {
+    if let Some(owner) = shard.shared.shards_table.ready_owner(&key) {
+        session.note_partition_owner(owner, shard.id);
+    }
+    shard.data(key, op).await
+}
+
+pub async fn send(
+    shard: &Shard,
+    session: &mut Session,
+    user_id: u32,
+    request: SendMessages,
+) -> HandlerResult {
     let key = shard.metadata(|metadata| {
         let (stream, topic) = resolve(metadata, &request.stream_id, &request.topic_id)?;
         check(metadata, user_id, Action::SendMessages(stream.id, topic.id))?;
@@ -46,20 +64,21 @@ pub async fn send(shard: &Shard, user_id: u32, request: SendMessages) -> Handler
         };
         Ok(PartitionKey::new(stream.id, topic.id, partition_id))
     })??;
-    shard
-        .data(
-            key,
-            DataOp::Append {
-                batch: request.batch,
-            },
-        )
-        .await?;
+    data(
+        shard,
+        session,
+        key,
+        DataOp::Append {
+            batch: request.batch,
+        },
+    )
+    .await?;
     Ok(Response::Empty)
 }
 
 pub async fn poll(
     shard: &Shard,
-    session: &Session,
+    session: &mut Session,
     user_id: u32,
     request: PollMessages,
 ) -> HandlerResult {
@@ -122,7 +141,7 @@ pub async fn poll(
         consumer: Some(consumer),
         auto_commit: request.auto_commit,
     };
-    match shard.data(key, op).await? {
+    match data(shard, session, key, op).await? {
         DataReply::Polled(polled) => Ok(Response::Polled {
             header: encode_poll_header(polled.partition_id, polled.current_offset, polled.count),
             chunks: polled.chunks,

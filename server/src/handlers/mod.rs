@@ -28,6 +28,21 @@ pub struct Session {
     pub user_id: Option<u32>,
     /// When the session last sent a Ping (the only command that counts as a heartbeat).
     pub last_heartbeat: std::time::Instant,
+    /// The other shard that owned the partitions of this session's latest data requests, and
+    /// how many of them in a row went there: the TCP front-end moves a connection that keeps
+    /// using another shard's partitions to that shard, saving two cross-core hops per request.
+    pub remote_owner: Option<(u16, u32)>,
+}
+
+impl Session {
+    /// Notes which shard owns the partition a data request goes to.
+    pub fn note_partition_owner(&mut self, owner: u16, here: u16) {
+        self.remote_owner = match self.remote_owner {
+            _ if owner == here => None,
+            Some((shard, count)) if shard == owner => Some((shard, count.saturating_add(1))),
+            _ => Some((owner, 1)),
+        };
+    }
 }
 
 /// What goes back in the response frame's payload.
@@ -119,7 +134,7 @@ pub async fn handle(shard: &Shard, session: &mut Session, request: Request) -> H
         Request::DeleteSegments(request) => {
             messages::delete_segments(shard, user_id, request).await
         }
-        Request::SendMessages(request) => messages::send(shard, user_id, request).await,
+        Request::SendMessages(request) => messages::send(shard, session, user_id, request).await,
         Request::PollMessages(request) => messages::poll(shard, session, user_id, request).await,
         Request::FlushUnsavedBuffer(request) => messages::flush(shard, user_id, request).await,
         Request::GetConsumerOffset(request) => offsets::get(shard, session, user_id, request).await,

@@ -549,6 +549,12 @@ impl Scrape {
             "Messages delivered by a shard's inbox (operations forwarded by other shards, partition opens and closes).",
             self.per_shard(|s| s.inbox_messages),
         )?;
+        counter(
+            encoder,
+            "iggy_shard_connections_moved",
+            "TCP connections a shard handed over to the shard owning the partitions they use.",
+            self.per_shard(|s| s.connections_moved),
+        )?;
         let rings: Vec<_> = self
             .rings
             .iter()

@@ -210,6 +210,11 @@ impl TransportMetrics {
         self.connections.set(self.connections.get() + 1);
     }
 
+    /// A connection another shard handed over: counted in `connections`, not in `accepted`.
+    pub fn adopted(&self) {
+        self.connections.set(self.connections.get() + 1);
+    }
+
     pub fn disconnected(&self) {
         self.connections
             .set(self.connections.get().saturating_sub(1));
@@ -280,6 +285,8 @@ pub struct ShardMetrics {
     pub data_forwards: Counter,
     /// Metadata changes sent to shard 0's control lane.
     pub control_forwards: Counter,
+    /// TCP connections handed over to the shard owning their partitions.
+    pub connections_moved: Counter,
     /// Messages this shard's inbox delivered (work from other shards and the control lane).
     pub inbox_messages: Counter,
     /// Shard 0 only: the metadata log.
@@ -318,6 +325,7 @@ impl Default for ShardMetrics {
             pool_misses: Gauge::default(),
             data_forwards: Counter::default(),
             control_forwards: Counter::default(),
+            connections_moved: Counter::default(),
             inbox_messages: Counter::default(),
             metadata_log_bytes: Gauge::default(),
             metadata_log_appends: Counter::default(),
@@ -422,6 +430,7 @@ impl Metrics {
                 pool_misses: shard.pool_misses.get(),
                 data_forwards: shard.data_forwards.get(),
                 control_forwards: shard.control_forwards.get(),
+                connections_moved: shard.connections_moved.get(),
                 inbox_messages: shard.inbox_messages.get(),
                 ring_fd: shard.ring_fd.load(Ordering::Relaxed),
             });
@@ -473,6 +482,7 @@ pub struct ShardSnapshot {
     pub pool_misses: u64,
     pub data_forwards: u64,
     pub control_forwards: u64,
+    pub connections_moved: u64,
     pub inbox_messages: u64,
     pub ring_fd: i32,
 }

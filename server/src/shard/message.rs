@@ -84,6 +84,12 @@ pub enum ShardMessage {
         delete: bool,
         reply: flume::Sender<Result<(), ErrorCode>>,
     },
+    /// A plain TCP connection whose requests go to this shard's partitions: serve it here
+    /// (a duplicate of its socket and its session; the sending shard has let go of it).
+    AdoptConnection {
+        socket: std::os::fd::OwnedFd,
+        session: crate::handlers::Session,
+    },
     /// Graceful shutdown.
     Stop,
 }

@@ -285,6 +285,9 @@ impl Shard {
             ShardMessage::ClosePartition { key, delete, reply } => {
                 let _ = reply.send(self.close_partition(key, delete).await);
             }
+            ShardMessage::AdoptConnection { socket, session } => {
+                crate::frontend::tcp::adopt(self, socket, session).await
+            }
             ShardMessage::Stop => self.begin_shutdown(),
         }
     }
