@@ -15,6 +15,9 @@ scripts/install-iggy-cli.sh
 step "formatting"
 cargo fmt --all -- --check
 
+step "module layers (no import circle, no upward edge)"
+python3 scripts/check-layers.py
+
 step "lints"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

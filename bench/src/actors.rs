@@ -13,8 +13,8 @@
 
 use crate::client::{Connection, PollSummary, PreparedBatch, prepare_batch};
 use crate::error::{Error, Result};
+use crate::plan::{BenchStream, Finish, Plan, Progress, WorkloadKind};
 use crate::stats::{ActorInfo, ActorKind, ActorResult, Recorder};
-use crate::workload::{BenchStream, Finish, Plan, Progress, WorkloadKind};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rill_core::primitives::{

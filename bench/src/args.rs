@@ -13,9 +13,9 @@
 
 use crate::client::{Endpoint, Transport};
 use crate::error::{Error, Result};
+use crate::plan::{DEFAULT_OUTPUT_DIR, Finish, OutputArgs, Plan, WorkloadKind};
 use crate::procfs::AckMode;
 use crate::units::{ByteSize, NumericParam, parse_duration};
-use crate::workload::{Finish, Plan, WorkloadKind};
 use clap::{Args, Parser, Subcommand};
 use rill_sdk::config::{DEFAULT_QUIC_RESPONSE_BUFFER_SIZE, DEFAULT_QUIC_SERVER_NAME};
 use rill_sdk::{QuicOptions, TlsOptions};
@@ -26,7 +26,6 @@ pub const DEFAULT_TCP_ADDRESS: &str = "127.0.0.1:8090";
 pub const DEFAULT_QUIC_ADDRESS: &str = "127.0.0.1:8080";
 pub const DEFAULT_HTTP_ADDRESS: &str = "127.0.0.1:3000";
 pub const DEFAULT_WEBSOCKET_ADDRESS: &str = "127.0.0.1:8092";
-pub const DEFAULT_OUTPUT_DIR: &str = "performance_results";
 const DEFAULT_ACTORS: u32 = 8;
 const DEFAULT_BALANCED_PARTITIONS: u32 = 24;
 const DEFAULT_MESSAGE_BATCHES: u64 = 1000;
@@ -370,31 +369,6 @@ pub struct OtherTransportArgs {
 pub enum OutputCommand {
     /// Where and how to write the results
     Output(OutputArgs),
-}
-
-#[derive(Args, Debug, Clone, Default)]
-pub struct OutputArgs {
-    /// Parent directory of the results directory
-    #[arg(long, short = 'o', default_value = DEFAULT_OUTPUT_DIR)]
-    pub output_dir: PathBuf,
-    /// Identifier of this machine or setup (default: hostname)
-    #[arg(long)]
-    pub identifier: Option<String>,
-    /// A remark stored in the report and appended to the directory name
-    #[arg(long)]
-    pub remark: Option<String>,
-    /// Free text stored in the report
-    #[arg(long)]
-    pub extra_info: Option<String>,
-    /// Git reference of the server under test
-    #[arg(long)]
-    pub gitref: Option<String>,
-    /// Date of that git reference
-    #[arg(long)]
-    pub gitref_date: Option<String>,
-    /// Accepted for compatibility (charts are SVG files in the results directory)
-    #[arg(long, short = 'c')]
-    pub open_charts: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -784,6 +758,45 @@ Examples (start the server first, e.g. `iggy-server --with-default-root-credenti
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn plan_of(args: &str) -> Plan {
+        Cli::parse_from_args(std::iter::once("iggy-bench").chain(args.split_whitespace()))
+            .unwrap()
+            .into_plan()
+            .unwrap()
+    }
+
+    #[test]
+    fn consumers_are_dealt_over_streams_then_groups() {
+        let plan = plan_of("bcg -s 2 -g 2 -c 5 -a 3 tcp");
+        let assignments: Vec<_> = (0..5).map(|index| plan.group_of(index)).collect();
+        assert_eq!(assignments, [(1, 1), (2, 1), (1, 2), (2, 2), (1, 1)]);
+        assert_eq!(plan.members_of(1, 1), 2);
+        assert_eq!(plan.members_of(2, 2), 1);
+    }
+
+    #[test]
+    fn prefill_covers_what_consumers_read() {
+        // 2 members in group 1 of stream 1 each read 10 batches of 100 messages.
+        let groups = plan_of("-b 10 -P 100 bcg -s 2 -g 2 -c 5 -a 3 tcp");
+        assert_eq!(groups.prefill_messages(1), 2000);
+        assert_eq!(groups.prefill_messages(2), 1000);
+        let pinned = plan_of("-b 10 -P 100 pc -c 2 tcp");
+        assert_eq!(pinned.prefill_messages(1), 1000);
+        let timed = plan_of("-d 1s -P 10 pc -c 1 tcp");
+        assert_eq!(
+            timed.prefill_messages(1),
+            crate::plan::DURATION_PREFILL_BATCHES * 10
+        );
+    }
+
+    #[test]
+    fn producers_are_counted_per_stream() {
+        let plan = plan_of("bp -p 5 -s 2 tcp");
+        assert_eq!(plan.producers_on(1), 3);
+        assert_eq!(plan.producers_on(2), 2);
+        assert_eq!(plan.expected_messages(), Some(5 * 1000 * 1000));
+    }
 
     fn plan(args: &str) -> Result<Plan> {
         let cli =

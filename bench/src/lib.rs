@@ -3,12 +3,14 @@
 //! physical ceilings.
 //!
 //! Code map:
-//! - [`args`]: the command line (upstream `iggy-bench` 0.5.0 names and flags) → [`workload::Plan`].
+//! - [`args`]: the command line (upstream `iggy-bench` 0.5.0 names and flags) → [`plan::Plan`].
+//! - [`plan`]: what a benchmark is (workload, actors, streams, finish, output settings).
 //! - [`client`]: a lean blocking TCP client; every frame is encoded and decoded by `rill_core`.
 //! - [`workload`]: server setup, actor threads, collection → [`report::Report`].
 //! - [`actors`]: producer, consumer, group consumer, producing consumer loops.
 //! - [`stats`]: per-actor HDR histograms and time series, and how they add up.
-//! - [`report`], [`charts`]: JSON, terminal table, SVG charts in a results directory.
+//! - [`report`], [`charts`], [`results`]: the report and its terminal table, SVG charts, the
+//!   results directory they are written to.
 //! - [`baseline`]: O_DIRECT disk and loopback TCP ceilings.
 //! - [`compare`]: A/B runs against two servers.
 //! - [`procfs`]: the server's RSS, CPU time and ack mode from /proc.
@@ -25,8 +27,10 @@ pub mod charts;
 pub mod client;
 pub mod compare;
 pub mod error;
+pub mod plan;
 pub mod procfs;
 pub mod report;
+pub mod results;
 pub mod stats;
 pub mod units;
 pub mod workload;
@@ -103,7 +107,7 @@ pub fn run_cli(cli: &Cli) -> Result<()> {
             let plan = cli.into_plan()?;
             let baseline = load_baseline(cli, &plan.output.output_dir)?;
             let report = workload::run(&plan, baseline)?;
-            let dir = report.write(&plan.output)?;
+            let dir = results::write(&report, &plan.output)?;
             print!("{}", report.table());
             println!("results: {}", dir.display());
             Ok(())

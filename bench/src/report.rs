@@ -13,17 +13,14 @@
 //! data must cross both; consumers against loopback TCP, and against O_DIRECT read, which bounds
 //! them when the server reads from the device rather than from memory.
 
-use crate::args::OutputArgs;
 use crate::baseline::Baseline;
-use crate::error::Result;
+use crate::plan::{Finish, Plan, WorkloadKind};
 use crate::procfs::{AckMode, DetectedAckMode, ServerUsage};
 use crate::stats::{ActorKind, ActorResult, GroupSummary, LatencySummary};
 use crate::units::{compact_utc, format_duration, iso8601_utc};
-use crate::workload::{Finish, Plan, WorkloadKind};
 use rill_core::responses::Stats;
 use serde::Serialize;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 /// What the server says about itself (GetStats).
@@ -213,17 +210,6 @@ impl Report {
             name.push_str(&sanitise(remark));
         }
         name
-    }
-
-    /// Writes report.json and the charts into a new results directory under `output`.
-    pub fn write(&self, output: &OutputArgs) -> Result<PathBuf> {
-        let dir = unique_dir(&output.output_dir, &self.directory_name())?;
-        std::fs::write(
-            dir.join("report.json"),
-            serde_json::to_string_pretty(self).expect("report serialises"),
-        )?;
-        crate::charts::write_all(self, &dir)?;
-        Ok(dir)
     }
 
     /// The terminal summary.
@@ -456,24 +442,6 @@ fn sanitise(text: &str) -> String {
         .collect()
 }
 
-/// Creates `parent/name`, or `parent/name-2`, `-3`... if it exists.
-fn unique_dir(parent: &Path, name: &str) -> Result<PathBuf> {
-    std::fs::create_dir_all(parent)?;
-    for attempt in 1.. {
-        let candidate = if attempt == 1 {
-            parent.join(name)
-        } else {
-            parent.join(format!("{name}-{attempt}"))
-        };
-        match std::fs::create_dir(&candidate) {
-            Ok(()) => return Ok(candidate),
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(error) => return Err(error.into()),
-        }
-    }
-    unreachable!("the loop returns")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -547,12 +515,7 @@ mod tests {
     }
 
     #[test]
-    fn directories_are_unique_and_names_are_safe() {
-        let parent = tempfile::tempdir().unwrap();
-        let first = unique_dir(parent.path(), "pp_1").unwrap();
-        let second = unique_dir(parent.path(), "pp_1").unwrap();
-        assert_eq!(first.file_name().unwrap(), "pp_1");
-        assert_eq!(second.file_name().unwrap(), "pp_1-2");
+    fn names_are_safe() {
         assert_eq!(sanitise("a b/c"), "a_b_c");
     }
 }

@@ -8,9 +8,10 @@
 
 use rill_bench::args::Cli;
 use rill_bench::client::{Connection, Endpoint, Transport};
+use rill_bench::plan::{TOPIC_NAME, WorkloadKind, stream_name};
 use rill_bench::report::Report;
 use rill_bench::stats::ActorKind;
-use rill_bench::workload::{self, TOPIC_NAME, WorkloadKind, stream_name};
+use rill_bench::workload;
 use rill_core::primitives::Identifier;
 use std::path::Path;
 use std::process::Command;

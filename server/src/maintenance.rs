@@ -1,11 +1,13 @@
 //! Periodic work each shard does on the partitions it owns: writing messages buffered in
 //! `memory` ack mode (the message saver) and deleting expired or oversized segments (the
-//! cleaner). Both run as tasks on the shard and never block request handling.
+//! cleaner), and publishing what only the shard can read into its metric cells. All run as tasks
+//! on the shard and never block request handling.
 
 use crate::shard::Shard;
 use crate::shard::table::PartitionKey;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 pub fn spawn_periodic_tasks(shard: &Rc<Shard>) {
     let config = &shard.shared.config;
@@ -87,4 +89,21 @@ async fn clean(shard: &Shard) {
         partition.refresh_counters();
         let _ = partition.counters.size_bytes.load(Ordering::Relaxed);
     }
+}
+
+/// How often each shard publishes what only it can read (its buffer pool, its partitions'
+/// writer counters) into its cells.
+const PUBLISH_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Starts the shard's publisher task. Request-path counters need no publishing; this covers
+/// figures that live in `Rc`/`Cell` state the scraper cannot touch.
+pub fn spawn_metrics_publisher(shard: &Rc<Shard>) {
+    let shard = shard.clone();
+    compio::runtime::spawn(async move {
+        while !shard.is_shutting_down() {
+            shard.publish_metrics();
+            compio::time::sleep(PUBLISH_INTERVAL).await;
+        }
+    })
+    .detach();
 }

@@ -1,11 +1,11 @@
 //! Boot and shutdown: recover metadata, start one thread per shard, wait for a signal, stop.
 
 use crate::config::Config;
-use crate::control::{ControlPlane, ControlRequest, RootCredentials};
+use crate::control::{ControlPlane, RootCredentials};
 use crate::metadata::log::{self, MetadataLog, Recovered};
 use crate::metadata::{Metadata, MetadataOp};
 use crate::shard::allocation::{CpuAllocation, ShardPlacement, allowed_cpus, pin_current_thread};
-use crate::shard::message::ShardMessage;
+use crate::shard::message::{ControlRequest, ShardMessage};
 use crate::shard::table::{PartitionKey, ShardsTable};
 use crate::shard::{Shard, SharedState};
 use std::collections::BTreeSet;
@@ -18,8 +18,6 @@ use std::time::Duration;
 /// Capacity of each shard's inbox: a full inbox makes senders wait (backpressure), never grow.
 const INBOX_CAPACITY: usize = 4096;
 const CONTROL_CAPACITY: usize = 1024;
-/// How long shutdown waits for connections to finish their current request.
-pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often expired personal access tokens are deleted.
 const TOKEN_CLEANUP_INTERVAL: Duration = Duration::from_secs(60);
 
@@ -202,7 +200,8 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
         let _ = inbox.send(ShardMessage::Stop);
     }
     // Each shard drains its connections (bounded) and closes its partitions.
-    let deadline = std::time::Instant::now() + DRAIN_TIMEOUT + Duration::from_secs(20);
+    let deadline =
+        std::time::Instant::now() + crate::frontend::DRAIN_TIMEOUT + Duration::from_secs(20);
     while exited < shard_count as usize {
         let remaining = deadline.saturating_duration_since(std::time::Instant::now());
         match event_receiver.recv_timeout(remaining) {
@@ -334,7 +333,7 @@ impl Frontends {
             quic_address: None,
         };
         if config.tcp.enabled {
-            refuse_taken_tcp_port(config.tcp.address)?;
+            crate::frontend::ports::refuse_taken_tcp_port(config.tcp.address)?;
         }
         if config.tcp.enabled && config.tcp.tls.enabled {
             let certificate = crate::tls::load_or_generate(
@@ -369,51 +368,6 @@ impl Frontends {
     }
 }
 
-/// How long a port may look taken before the start gives up. A broker killed with SIGKILL
-/// keeps its sockets for a moment after it is reaped (its io_uring, which holds them, is torn
-/// down asynchronously), so a restart right after a crash must wait that out; a live broker
-/// holds the port for good.
-pub(crate) const PORT_PROBE_PATIENCE: Duration = Duration::from_secs(5);
-
-/// Retries `taken` until it reports the port free or [`PORT_PROBE_PATIENCE`] runs out; returns
-/// the last reason it was taken.
-pub(crate) fn wait_for_free_port(mut taken: impl FnMut() -> Option<String>) -> Result<(), String> {
-    let deadline = std::time::Instant::now() + PORT_PROBE_PATIENCE;
-    loop {
-        match taken() {
-            None => return Ok(()),
-            Some(reason) if std::time::Instant::now() >= deadline => return Err(reason),
-            Some(_) => std::thread::sleep(Duration::from_millis(100)),
-        }
-    }
-}
-
-/// Our listeners use SO_REUSEPORT, which lets a second broker (same user) bind the same port
-/// silently and take half its connections. A plain bind cannot tell that apart from the
-/// connections a killed predecessor left in FIN_WAIT (which block it, yet must not block a
-/// restart after a crash), so the probe asks whether anything accepts connections there.
-fn refuse_taken_tcp_port(address: SocketAddr) -> Result<(), String> {
-    if address.port() == 0 {
-        return Ok(());
-    }
-    let mut target = address;
-    if target.ip().is_unspecified() {
-        target.set_ip(match address {
-            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-        });
-    }
-    wait_for_free_port(|| {
-        std::net::TcpStream::connect_timeout(&target, Duration::from_millis(200))
-            .is_ok()
-            .then(|| {
-                format!(
-                    "cannot listen on {address} (TCP): address in use: another process accepts connections there"
-                )
-            })
-    })
-}
-
 fn log_certificate(transport: &str, certificate: &crate::tls::Certificate) {
     match &certificate.generated_at {
         Some(path) => tracing::info!(
@@ -426,6 +380,24 @@ fn log_certificate(transport: &str, certificate: &crate::tls::Certificate) {
             certificates = certificate.chain.len(),
             "TLS certificate loaded"
         ),
+    }
+}
+
+/// Takes the shard's inbox messages: work for the shard (each as its own task), connections
+/// for the front-end to adopt, and the stop signal.
+async fn serve_inbox(shard: Rc<Shard>, inbox: flume::Receiver<ShardMessage>) {
+    while let Ok(message) = inbox.recv_async().await {
+        shard.metrics.inbox_messages.inc();
+        match message {
+            ShardMessage::Work(work) => {
+                compio::runtime::spawn(shard.clone().handle_work(work)).detach()
+            }
+            ShardMessage::AdoptConnection { socket, session } => {
+                compio::runtime::spawn(crate::frontend::tcp::adopt(shard.clone(), socket, session))
+                    .detach()
+            }
+            ShardMessage::Stop => shard.begin_shutdown(),
+        }
     }
 }
 
@@ -447,13 +419,7 @@ fn shard_main(
     );
     runtime.block_on(async move {
         let shard = Rc::new(Shard::new(id, shared.clone()));
-        let inbox_shard = shard.clone();
-        compio::runtime::spawn(async move {
-            while let Ok(message) = inbox.recv_async().await {
-                compio::runtime::spawn(inbox_shard.clone().handle_message(message)).detach();
-            }
-        })
-        .detach();
+        compio::runtime::spawn(serve_inbox(shard.clone(), inbox)).detach();
 
         if let Some((writer, requests, recovered, root)) = control {
             let state_dir = shared.config.system.path.join("state");
@@ -479,7 +445,7 @@ fn shard_main(
         }
         tracing::info!(shard = id, cpu = placement.cpu, partitions = opened, "shard started");
         crate::maintenance::spawn_periodic_tasks(&shard);
-        crate::metrics::spawn_publisher(&shard);
+        crate::maintenance::spawn_metrics_publisher(&shard);
         shared.shards_started.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         while shared.shards_started.load(std::sync::atomic::Ordering::Acquire) < shared.shard_count {
             compio::time::sleep(Duration::from_millis(5)).await;
@@ -524,7 +490,7 @@ fn shard_main(
             let _ = quic.await;
         }
         // Shutdown: let connections finish their current request, then close partitions.
-        let drain_until = std::time::Instant::now() + DRAIN_TIMEOUT;
+        let drain_until = std::time::Instant::now() + crate::frontend::DRAIN_TIMEOUT;
         while shard.connections.get() > 0 && std::time::Instant::now() < drain_until {
             compio::time::sleep(Duration::from_millis(10)).await;
         }

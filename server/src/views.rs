@@ -1,9 +1,12 @@
-//! Response records built from metadata plus the partitions' live counters.
+//! Response records built from metadata plus the partitions' live counters, and the user
+//! records GetUser, GetUsers and CreateUser answer with.
 
-use crate::metadata::{Stream, Topic};
+use crate::metadata::{Stream, Topic, User};
 use crate::shard::table::{PartitionKey, ShardsTable};
 use rill_core::primitives::Name;
-use rill_core::responses::{PartitionInfo, StreamDetails, StreamInfo, TopicDetails, TopicInfo};
+use rill_core::responses::{
+    PartitionInfo, StreamDetails, StreamInfo, TopicDetails, TopicInfo, UserDetails, UserInfo,
+};
 
 fn name(text: &str) -> Name {
     Name::new(text).expect("stored names were validated on creation")
@@ -84,4 +87,17 @@ pub fn stream_details(table: &ShardsTable, stream: &Stream) -> StreamDetails {
 
 pub fn stream_info(table: &ShardsTable, stream: &Stream) -> StreamInfo {
     stream_details(table, stream).stream
+}
+
+pub fn user_details(user: &User) -> UserDetails {
+    UserDetails {
+        user: UserInfo {
+            id: user.id,
+            created_at: user.created_at,
+            status: user.status,
+            username: Name::new(user.username.clone())
+                .expect("usernames are validated on creation"),
+        },
+        permissions: user.permissions.clone(),
+    }
 }

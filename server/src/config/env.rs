@@ -4,7 +4,7 @@
 //! (the embedded default) actually has rather than split on `_`. The value is read as the type
 //! the key has in the schema.
 
-use super::ConfigError;
+use super::error::ConfigError;
 
 /// Variables with the prefix that are not configuration keys.
 const NOT_CONFIG: &[&str] = &[

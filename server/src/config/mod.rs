@@ -5,9 +5,11 @@
 //! key or a value of the wrong shape stops the start with a message naming the key.
 
 mod env;
+mod error;
 pub mod units;
 
 use crate::storage::AckMode;
+pub use error::ConfigError;
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -299,18 +301,6 @@ impl LoggingConfig {
         }
     }
 }
-
-/// Why the configuration could not be loaded.
-#[derive(Debug)]
-pub struct ConfigError(pub String);
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 impl Config {
     /// Loads the configuration: embedded default, then `file` (if any), then the environment.

@@ -94,10 +94,10 @@ impl ControlPlane {
         for partition_id in 0..partitions_count {
             let partition =
                 crate::shard::table::PartitionKey::new(stream_id, topic_id, partition_id);
-            let op = crate::shard::message::DataOp::DeleteOffset {
-                consumer: crate::shard::message::ConsumerKey::Group(id),
-            };
-            let _ = self.shard.data(partition, op).await;
+            if let Ok(target) = self.shard.route(partition) {
+                let consumer = crate::shard::message::ConsumerKey::Group(id);
+                let _ = target.delete_offset(consumer).await;
+            }
         }
         Ok(Vec::new())
     }

@@ -18,21 +18,14 @@ use crate::metadata::log::MetadataLog;
 use crate::metadata::{Metadata, MetadataOp, User};
 use crate::permissions::{Action, allowed};
 use crate::shard::Shard;
-use crate::shard::message::{ShardMessage, reply_channel};
+use crate::shard::message::{ControlRequest, ShardMessage, ShardWork, reply_channel};
 use crate::shard::table::{PartitionKey, PartitionState};
 use rill_core::ErrorCode;
 use rill_core::requests::Request;
 use std::rc::Rc;
 
 pub use tokens::{MAX_TOKENS_PER_USER, TOKEN_NAME_LENGTH};
-pub use users::{RootCredentials, user_details};
-
-/// A metadata change sent to shard 0.
-pub struct ControlRequest {
-    pub request: Request,
-    pub user_id: u32,
-    pub reply: flume::Sender<Result<Vec<u8>, ErrorCode>>,
-}
+pub use users::RootCredentials;
 
 pub struct ControlPlane {
     shard: Rc<Shard>,
@@ -185,7 +178,7 @@ impl ControlPlane {
             shared.shards_table.insert_creating(key, owner);
             let (reply, response) = reply_channel();
             shared.inboxes[owner as usize]
-                .send_async(ShardMessage::OpenPartition { key, reply })
+                .send_async(ShardMessage::Work(ShardWork::OpenPartition { key, reply }))
                 .await
                 .map_err(|_| ErrorCode::ShardCommunicationError)?;
             pending.push((key, response));
@@ -218,11 +211,11 @@ impl ControlPlane {
             };
             let (reply, response) = reply_channel();
             if shared.inboxes[slot.shard as usize]
-                .send_async(ShardMessage::ClosePartition {
+                .send_async(ShardMessage::Work(ShardWork::ClosePartition {
                     key,
                     delete: true,
                     reply,
-                })
+                }))
                 .await
                 .is_ok()
             {

@@ -1,9 +1,9 @@
 //! Stream changes.
 
 use super::ControlPlane;
+use crate::layout::stream_dir;
 use crate::metadata::{MetadataOp, User, lowest_free_id};
 use crate::permissions::Action;
-use crate::shard::partitions::stream_dir;
 use crate::shard::table::PartitionKey;
 use crate::views;
 use rill_core::Encode;

@@ -2,9 +2,9 @@
 
 use super::ControlPlane;
 use super::streams::remove_dir;
+use crate::layout::topic_dir;
 use crate::metadata::{MetadataOp, TopicSettings, User, lowest_free_id};
 use crate::permissions::Action;
-use crate::shard::partitions::topic_dir;
 use crate::shard::table::PartitionKey;
 use crate::views;
 use rill_core::requests::{

@@ -47,26 +47,13 @@ impl ControlPlane {
 use crate::auth::{PASSWORD_LENGTH, USERNAME_LENGTH, hash_password, verify_password};
 use crate::metadata::lowest_free_id;
 use crate::permissions::Action;
+use crate::views::user_details;
 use rill_core::Encode;
 use rill_core::primitives::Name;
 use rill_core::requests::{ChangePassword, CreateUser, DeleteUser, UpdatePermissions, UpdateUser};
-use rill_core::responses::{UserDetails, UserInfo};
 
 /// Most users a server holds.
 const MAX_USERS: usize = 10_000;
-
-pub fn user_details(user: &User) -> UserDetails {
-    UserDetails {
-        user: UserInfo {
-            id: user.id,
-            created_at: user.created_at,
-            status: user.status,
-            username: Name::new(user.username.clone())
-                .expect("usernames are validated on creation"),
-        },
-        permissions: user.permissions.clone(),
-    }
-}
 
 impl ControlPlane {
     pub(super) async fn create_user(

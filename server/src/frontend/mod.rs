@@ -2,12 +2,14 @@
 //! to [`process_frame`], which decodes, authenticates, routes and encodes the response the same
 //! way for all of them; a transport only moves bytes.
 
+pub mod ports;
 pub mod quic;
 pub mod tcp;
 
 use crate::clients::ClientEntry;
-use crate::handlers::{self, Response, Session};
+use crate::handlers::{self, Response};
 use crate::metrics;
+use crate::session::Session;
 use crate::shard::Shard;
 use bytes::{Bytes, BytesMut};
 use rill_core::frame::ResponseHeader;
@@ -16,6 +18,9 @@ use rill_core::{ErrorCode, Request};
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
+
+/// How long shutdown waits for connections to finish their current request.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Largest request payload accepted before login: logins are a few hundred bytes, and nothing
 /// else may be sent before one.
@@ -47,14 +52,7 @@ impl Registration {
         shard.connections.set(shard.connections.get() + 1);
         shard.metrics.transport(transport).connected();
         tracing::debug!(shard = shard.id, client_id, %peer, ?transport, "client connected");
-        let session = Session {
-            client_id,
-            address: peer,
-            transport,
-            user_id: None,
-            last_heartbeat: Instant::now(),
-            remote_owner: None,
-        };
+        let session = Session::new(client_id, peer, transport);
         let registration = Registration {
             shard: shard.clone(),
             client_id,

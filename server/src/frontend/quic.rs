@@ -16,7 +16,7 @@
 
 use super::tcp::read_exact_array;
 use super::{Registration, ResponseFrame, idle_limit, process_request, with_optional_timeout};
-use crate::handlers::Session;
+use crate::session::Session;
 use crate::shard::Shard;
 use bytes::{Bytes, BytesMut};
 use compio_quic::{
@@ -49,7 +49,7 @@ const ENDPOINT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(2);
 /// Binds `count` UDP sockets to `address` as one SO_REUSEPORT group (port 0: the first socket's
 /// port). Fails, as a TCP bind would, when another process already holds the port, even one
 /// that also uses SO_REUSEPORT (such as a second broker), by probing with a plain socket first
-/// (for up to [`crate::server::PORT_PROBE_PATIENCE`]).
+/// (for up to [`super::ports::PORT_PROBE_PATIENCE`]).
 pub fn bind_group(
     address: SocketAddr,
     count: usize,
@@ -57,7 +57,7 @@ pub fn bind_group(
 ) -> io::Result<Vec<UdpSocket>> {
     if address.port() != 0 {
         // Patient, like the TCP probe: a predecessor killed a moment ago may still hold it.
-        crate::server::wait_for_free_port(|| UdpSocket::bind(address).err().map(|e| e.to_string()))
+        super::ports::wait_for_free_port(|| UdpSocket::bind(address).err().map(|e| e.to_string()))
             .map_err(|reason| io::Error::new(io::ErrorKind::AddrInUse, reason))?;
     }
     let mut sockets = Vec::with_capacity(count);
@@ -115,7 +115,7 @@ pub async fn accept_loop(shard: Rc<Shard>, endpoint: Endpoint) {
     tracing::debug!(shard = shard.id, "QUIC endpoint stops accepting");
     // Connections see the shutdown signal too and close themselves after their current
     // request; wait for them (bounded, like TCP's drain), then let the close frames out.
-    let drain_until = Instant::now() + super::super::server::DRAIN_TIMEOUT;
+    let drain_until = Instant::now() + super::DRAIN_TIMEOUT;
     while endpoint.open_connections() > 0 && Instant::now() < drain_until {
         compio::time::sleep(Duration::from_millis(10)).await;
     }

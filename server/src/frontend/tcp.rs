@@ -4,7 +4,7 @@
 //! same frames run inside it (protocol.md 1.5): the code below is generic over the byte stream.
 
 use super::{Registration, ResponseFrame, idle_limit, process_request, with_optional_timeout};
-use crate::handlers::Session;
+use crate::session::Session;
 use crate::shard::Shard;
 use crate::shard::message::ShardMessage;
 use bytes::BytesMut;
@@ -88,20 +88,6 @@ enum Stop {
     MoveTo(u16),
 }
 
-/// A plain TCP session whose last this many small data requests in a row went to the same
-/// other shard moves to that shard. Each forwarded request costs two cross-core wake-ups (there
-/// and back): a 1-message producer forwarded this way made 9.3-10.5 k msgs/s on this 2-core VM,
-/// 15.8-16.6 k when served by the owner. A run of several keeps a client that alternates between
-/// shards' partitions from bouncing.
-const MOVE_AFTER_REMOTE_REQUESTS: u32 = 4;
-
-/// Requests moving at least this many bytes (request plus response) do not count towards a
-/// move, and reset the count: for them the hop is small next to the copying, and the shard that
-/// accepted the connection copying the socket's bytes while the owner does the storage work
-/// spreads a session over two cores, which matters when several busy partitions hash to one
-/// shard.
-const SMALL_REQUEST_BYTES: usize = 64 * 1024;
-
 /// The TLS handshake, bounded like a login: a client that stalls in it is dropped.
 async fn serve_tls(shard: Rc<Shard>, tls: TlsAcceptor, stream: TcpStream, peer: SocketAddr) {
     let limit = shard.shared.config.tcp.unauthenticated_timeout.0;
@@ -159,7 +145,7 @@ async fn serve_movable(
             drop(registration);
             return;
         };
-        session.remote_owner = None;
+        session.affinity.reset();
         match hand_over(&shard, &stream, owner, session) {
             Ok(()) => {
                 // Dropping the stream closes this shard's descriptor only; the connection lives
@@ -339,9 +325,9 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
         let response = process_request(shard, session, header.code, payload).await;
         let closes = response.closes_connection();
         let response_len: usize = response.chunks.iter().map(|chunk| chunk.len()).sum();
-        if payload_len + response_len >= SMALL_REQUEST_BYTES {
-            session.remote_owner = None;
-        }
+        session
+            .affinity
+            .note_request_bytes(payload_len + response_len);
         // A peer that stops reading must not pin this task and its response forever.
         match compio::time::timeout(config.read_timeout.0, write_frame(shard, stream, response))
             .await
@@ -355,8 +341,7 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
         }
         // Between requests nothing is in flight on the socket, so it can change hands.
         if movable
-            && let Some((owner, count)) = session.remote_owner
-            && count >= MOVE_AFTER_REMOTE_REQUESTS
+            && let Some(owner) = session.affinity.destination()
             && !shard.is_shutting_down()
         {
             return Stop::MoveTo(owner);

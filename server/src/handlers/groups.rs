@@ -1,8 +1,10 @@
 //! Consumer group reads, join and leave.
 
-use super::{HandlerResult, Response, Session, check, resolve};
+use super::access::{check, resolve};
+use super::response::{HandlerResult, Response};
 use crate::groups::GroupKey;
 use crate::permissions::Action;
+use crate::session::Session;
 use crate::shard::Shard;
 use rill_core::ErrorCode;
 use rill_core::primitives::{Identifier, Name};

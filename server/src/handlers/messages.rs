@@ -1,11 +1,14 @@
 //! SendMessages, PollMessages, FlushUnsavedBuffer, DeleteSegments: routed to the partition's
 //! owner.
 
+use super::access::{check, resolve};
 use super::groups::resolve_group;
-use super::{HandlerResult, Response, Session, check, resolve};
+use super::response::{HandlerResult, Response};
 use crate::permissions::Action;
+use crate::session::Session;
 use crate::shard::Shard;
-use crate::shard::message::{ConsumerKey, DataOp, DataReply};
+use crate::shard::message::{ConsumerKey, PollArgs};
+use crate::shard::routing::Target;
 use crate::shard::table::PartitionKey;
 use rill_core::ErrorCode;
 use rill_core::message::encode_poll_header;
@@ -25,17 +28,16 @@ pub(super) fn consumer_key(consumer: &Consumer) -> ConsumerKey {
     }
 }
 
-/// Routes a data operation to the partition's owner, noting the owner in the session.
-async fn data(
-    shard: &Shard,
+/// Routes a data request to its partition's owner, noting the owner for the connection-move
+/// policy.
+fn route<'a>(
+    shard: &'a Shard,
     session: &mut Session,
     key: PartitionKey,
-    op: DataOp,
-) -> Result<DataReply, ErrorCode> {
-    if let Some(owner) = shard.shared.shards_table.ready_owner(&key) {
-        session.note_partition_owner(owner, shard.id);
-    }
-    shard.data(key, op).await
+) -> Result<Target<'a>, ErrorCode> {
+    let target = shard.route(key)?;
+    session.affinity.note_owner(target.owner(), shard.id);
+    Ok(target)
 }
 
 pub async fn send(
@@ -64,15 +66,7 @@ pub async fn send(
         };
         Ok(PartitionKey::new(stream.id, topic.id, partition_id))
     })??;
-    data(
-        shard,
-        session,
-        key,
-        DataOp::Append {
-            batch: request.batch,
-        },
-    )
-    .await?;
+    route(shard, session, key)?.append(request.batch).await?;
     Ok(Response::Empty)
 }
 
@@ -135,19 +129,17 @@ pub async fn poll(
             )
         }
     };
-    let op = DataOp::Poll {
+    let args = PollArgs {
         strategy: request.strategy,
         count: request.count,
         consumer: Some(consumer),
         auto_commit: request.auto_commit,
     };
-    match data(shard, session, key, op).await? {
-        DataReply::Polled(polled) => Ok(Response::Polled {
-            header: encode_poll_header(polled.partition_id, polled.current_offset, polled.count),
-            chunks: polled.chunks,
-        }),
-        _ => Err(ErrorCode::Error),
-    }
+    let polled = route(shard, session, key)?.poll(args).await?;
+    Ok(Response::Polled {
+        header: encode_poll_header(polled.partition_id, polled.current_offset, polled.count),
+        chunks: polled.chunks,
+    })
 }
 
 /// An empty poll result for a partition (a group member polling nothing it owns).
@@ -190,14 +182,7 @@ pub async fn flush(shard: &Shard, user_id: u32, request: FlushUnsavedBuffer) -> 
         request.partition_id,
         Action::SendMessages,
     )?;
-    shard
-        .data(
-            key,
-            DataOp::Flush {
-                fsync: request.fsync,
-            },
-        )
-        .await?;
+    shard.route(key)?.flush(request.fsync).await?;
     Ok(Response::Empty)
 }
 
@@ -215,12 +200,8 @@ pub async fn delete_segments(
         Action::ManageTopic,
     )?;
     shard
-        .data(
-            key,
-            DataOp::DeleteSegments {
-                count: request.segments_count,
-            },
-        )
+        .route(key)?
+        .delete_segments(request.segments_count)
         .await?;
     Ok(Response::Empty)
 }

@@ -2,81 +2,22 @@
 //! Reads are answered from the shard's own metadata copy; metadata changes go to shard 0's
 //! control lane; partition work goes to the partition's owner (directly when that is this shard).
 
+mod access;
 mod groups;
 mod messages;
 mod offsets;
+mod response;
 mod snapshot;
 mod streams;
 mod system;
 mod users;
 
-use crate::metadata::{Metadata, Stream, Topic, User};
-use crate::permissions::{Action, allowed};
+use crate::session::Session;
 use crate::shard::Shard;
-use bytes::Bytes;
-use rill_core::primitives::{Identifier, Transport};
+use rill_core::ErrorCode;
 use rill_core::requests::Request;
-use rill_core::{Encode, ErrorCode};
-use std::net::SocketAddr;
 
-/// One connection's session (one client, protocol.md 1.4).
-#[derive(Debug, Clone)]
-pub struct Session {
-    pub client_id: u32,
-    pub address: SocketAddr,
-    pub transport: Transport,
-    pub user_id: Option<u32>,
-    /// When the session last sent a Ping (the only command that counts as a heartbeat).
-    pub last_heartbeat: std::time::Instant,
-    /// The other shard that owned the partitions of this session's latest data requests, and
-    /// how many of them in a row went there: the TCP front-end moves a connection that keeps
-    /// using another shard's partitions to that shard, saving two cross-core hops per request.
-    pub remote_owner: Option<(u16, u32)>,
-}
-
-impl Session {
-    /// Notes which shard owns the partition a data request goes to.
-    pub fn note_partition_owner(&mut self, owner: u16, here: u16) {
-        self.remote_owner = match self.remote_owner {
-            _ if owner == here => None,
-            Some((shard, count)) if shard == owner => Some((shard, count.saturating_add(1))),
-            _ => Some((owner, 1)),
-        };
-    }
-}
-
-/// What goes back in the response frame's payload.
-pub enum Response {
-    Empty,
-    Bytes(Vec<u8>),
-    /// A poll: the 16-byte header, then stored message bytes as they are.
-    Polled {
-        header: [u8; 16],
-        chunks: Vec<Bytes>,
-    },
-}
-
-impl Response {
-    pub fn encoded(value: &impl Encode) -> Response {
-        Response::Bytes(value.to_bytes())
-    }
-
-    pub fn len(&self) -> usize {
-        match self {
-            Response::Empty => 0,
-            Response::Bytes(bytes) => bytes.len(),
-            Response::Polled { header, chunks } => {
-                header.len() + chunks.iter().map(Bytes::len).sum::<usize>()
-            }
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-pub type HandlerResult = Result<Response, ErrorCode>;
+pub use response::{HandlerResult, Response};
 
 /// Handles one decoded request for `session`.
 pub async fn handle(shard: &Shard, session: &mut Session, request: Request) -> HandlerResult {
@@ -121,14 +62,16 @@ pub async fn handle(shard: &Shard, session: &mut Session, request: Request) -> H
         | Request::CreatePartitions(_)
         | Request::DeletePartitions(_)
         | Request::CreateConsumerGroup(_)
-        | Request::DeleteConsumerGroup(_)) => forward(shard, user_id, request).await,
-        request @ (Request::CreateUser(_)
+        | Request::DeleteConsumerGroup(_)
+        | Request::CreateUser(_)
         | Request::DeleteUser(_)
         | Request::UpdateUser(_)
         | Request::UpdatePermissions(_)
         | Request::ChangePassword(_)
         | Request::CreatePersonalAccessToken(_)
-        | Request::DeletePersonalAccessToken(_)) => users::change(shard, user_id, request).await,
+        | Request::DeletePersonalAccessToken(_)) => Ok(Response::from_payload(
+            shard.control(request, user_id).await?,
+        )),
         Request::PurgeStream(request) => streams::purge_stream(shard, user_id, request).await,
         Request::PurgeTopic(request) => streams::purge_topic(shard, user_id, request).await,
         Request::DeleteSegments(request) => {
@@ -145,40 +88,4 @@ pub async fn handle(shard: &Shard, session: &mut Session, request: Request) -> H
             offsets::delete(shard, session, user_id, request).await
         }
     }
-}
-
-/// Sends a metadata change to shard 0's control lane.
-async fn forward(shard: &Shard, user_id: u32, request: Request) -> HandlerResult {
-    let payload = shard.control(request, user_id).await?;
-    Ok(if payload.is_empty() {
-        Response::Empty
-    } else {
-        Response::Bytes(payload)
-    })
-}
-
-/// Looks up the session's user and checks `action`, inside one metadata read.
-fn check(metadata: &Metadata, user_id: u32, action: Action) -> Result<(), ErrorCode> {
-    let user: &User = metadata
-        .users
-        .get(&user_id)
-        .ok_or(ErrorCode::Unauthenticated)?;
-    if allowed(user, action) {
-        Ok(())
-    } else {
-        Err(ErrorCode::Unauthorized)
-    }
-}
-
-/// Resolves a stream and topic by identifiers: (stream, topic) or the not-found code.
-fn resolve<'a>(
-    metadata: &'a Metadata,
-    stream_id: &Identifier,
-    topic_id: &Identifier,
-) -> Result<(&'a Stream, &'a Topic), ErrorCode> {
-    let stream = metadata
-        .stream(stream_id)
-        .ok_or(ErrorCode::StreamIdNotFound)?;
-    let topic = stream.topic(topic_id).ok_or(ErrorCode::TopicIdNotFound)?;
-    Ok((stream, topic))
 }

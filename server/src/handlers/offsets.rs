@@ -1,12 +1,14 @@
 //! Consumer offsets, stored by the partition's owner, for plain consumers and consumer groups
 //! (protocol.md 4.8).
 
+use super::access::{check, resolve};
 use super::groups::resolve_group;
 use super::messages::consumer_key;
-use super::{HandlerResult, Response, Session, check, resolve};
+use super::response::{HandlerResult, Response};
 use crate::permissions::Action;
+use crate::session::Session;
 use crate::shard::Shard;
-use crate::shard::message::{ConsumerKey, DataOp, DataReply};
+use crate::shard::message::ConsumerKey;
 use crate::shard::table::PartitionKey;
 use rill_core::ErrorCode;
 use rill_core::primitives::{Consumer, ConsumerKind, Identifier, OptionalPartition};
@@ -122,15 +124,13 @@ pub async fn get(
         ) => return Ok(Response::Empty),
         Err(code) => return Err(code),
     };
-    match shard.data(key, DataOp::GetOffset { consumer }).await? {
-        DataReply::Offset(Some((current_offset, stored_offset))) => {
-            Ok(Response::encoded(&ConsumerOffsetInfo {
-                partition_id: key.partition_id,
-                current_offset,
-                stored_offset,
-            }))
-        }
-        _ => Ok(Response::Empty),
+    match shard.route(key)?.offset(consumer).await? {
+        Some(offset) => Ok(Response::encoded(&ConsumerOffsetInfo {
+            partition_id: key.partition_id,
+            current_offset: offset.current_offset,
+            stored_offset: offset.stored_offset,
+        })),
+        None => Ok(Response::Empty),
     }
 }
 
@@ -142,13 +142,8 @@ pub async fn store(
 ) -> HandlerResult {
     let (key, consumer) = target(shard, session, user_id, address!(request), true)?;
     shard
-        .data(
-            key,
-            DataOp::StoreOffset {
-                consumer,
-                offset: request.offset,
-            },
-        )
+        .route(key)?
+        .store_offset(consumer, request.offset)
         .await?;
     Ok(Response::Empty)
 }
@@ -160,6 +155,6 @@ pub async fn delete(
     request: DeleteConsumerOffset,
 ) -> HandlerResult {
     let (key, consumer) = target(shard, session, user_id, address!(request), true)?;
-    shard.data(key, DataOp::DeleteOffset { consumer }).await?;
+    shard.route(key)?.delete_offset(consumer).await?;
     Ok(Response::Empty)
 }

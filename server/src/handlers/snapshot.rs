@@ -2,7 +2,7 @@
 //! server logs, a resource report, the process list and a filesystem overview of the data
 //! directory.
 
-use super::{HandlerResult, Response};
+use super::response::{HandlerResult, Response};
 use crate::shard::Shard;
 use rill_core::ErrorCode;
 use rill_core::requests::GetSnapshot;

@@ -1,9 +1,9 @@
 //! Stream and topic reads, and purges.
 
-use super::{HandlerResult, Response, check, resolve};
+use super::access::{check, resolve};
+use super::response::{HandlerResult, Response};
 use crate::permissions::Action;
 use crate::shard::Shard;
-use crate::shard::message::DataOp;
 use crate::shard::table::PartitionKey;
 use crate::views;
 use rill_core::ErrorCode;
@@ -64,9 +64,11 @@ pub fn get_topics(shard: &Shard, user_id: u32, request: GetTopics) -> HandlerRes
 
 /// Purges every given partition on its owner, in parallel.
 async fn purge_partitions(shard: &Shard, keys: Vec<PartitionKey>) -> HandlerResult {
-    let results =
-        futures_util::future::join_all(keys.into_iter().map(|key| shard.data(key, DataOp::Purge)))
-            .await;
+    let results = futures_util::future::join_all(
+        keys.into_iter()
+            .map(|key| async move { shard.route(key)?.purge().await }),
+    )
+    .await;
     for result in results {
         result?;
     }

@@ -1,7 +1,9 @@
 //! Ping-adjacent system commands: stats, clients, cluster metadata.
 
-use super::{HandlerResult, Response, Session, check};
+use super::access::check;
+use super::response::{HandlerResult, Response};
 use crate::permissions::Action;
+use crate::session::Session;
 use crate::shard::Shard;
 use rill_core::ErrorCode;
 use rill_core::requests::GetClient;

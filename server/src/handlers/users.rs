@@ -1,7 +1,8 @@
 //! Login and logout.
 
-use super::{HandlerResult, Response, Session};
+use super::response::{HandlerResult, Response};
 use crate::auth::{PASSWORD_LENGTH, USERNAME_LENGTH, verify_password};
+use crate::session::Session;
 use crate::shard::Shard;
 use rill_core::ErrorCode;
 use rill_core::primitives::UserStatus;
@@ -53,9 +54,9 @@ pub fn logout(shard: &Shard, session: &mut Session) -> HandlerResult {
     Ok(Response::Empty)
 }
 
-use super::{check, forward};
+use super::access::check;
 use crate::permissions::Action;
-use rill_core::requests::{GetUser, LoginWithPersonalAccessToken, Request};
+use rill_core::requests::{GetUser, LoginWithPersonalAccessToken};
 use rill_core::responses::PersonalAccessTokenInfo;
 
 pub fn get_user(shard: &Shard, user_id: u32, request: GetUser) -> HandlerResult {
@@ -66,7 +67,7 @@ pub fn get_user(shard: &Shard, user_id: u32, request: GetUser) -> HandlerResult 
         if user.id != user_id {
             check(metadata, user_id, Action::ReadUsers)?;
         }
-        Ok(Response::encoded(&crate::control::user_details(user)))
+        Ok(Response::encoded(&crate::views::user_details(user)))
     })?
 }
 
@@ -76,7 +77,7 @@ pub fn get_users(shard: &Shard, user_id: u32) -> HandlerResult {
         let users: Vec<_> = metadata
             .users
             .values()
-            .map(|user| crate::control::user_details(user).user)
+            .map(|user| crate::views::user_details(user).user)
             .collect();
         Ok(Response::encoded(&users))
     })?
@@ -129,9 +130,4 @@ pub fn get_tokens(shard: &Shard, user_id: u32) -> HandlerResult {
         tokens.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Response::encoded(&tokens))
     })?
-}
-
-/// User and token changes run on shard 0.
-pub async fn change(shard: &Shard, user_id: u32, request: Request) -> HandlerResult {
-    forward(shard, user_id, request).await
 }

@@ -17,11 +17,9 @@
 
 pub mod exposition;
 
-use crate::shard::Shard;
 use rill_core::ErrorCode;
 use rill_core::requests::CommandCode;
 use std::ops::Deref;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::Duration;
@@ -511,23 +509,6 @@ impl Deref for ShardMetricsHandle {
     fn deref(&self) -> &ShardMetrics {
         &self.metrics.shards[self.shard]
     }
-}
-
-/// How often each shard publishes what only it can read (its buffer pool, its partitions'
-/// writer counters) into its cells.
-const PUBLISH_INTERVAL: Duration = Duration::from_secs(1);
-
-/// Starts the shard's publisher task. Request-path counters need no publishing; this covers
-/// figures that live in `Rc`/`Cell` state the scraper cannot touch.
-pub fn spawn_publisher(shard: &Rc<Shard>) {
-    let shard = shard.clone();
-    compio::runtime::spawn(async move {
-        while !shard.is_shutting_down() {
-            shard.publish_metrics();
-            compio::time::sleep(PUBLISH_INTERVAL).await;
-        }
-    })
-    .detach();
 }
 
 #[cfg(test)]

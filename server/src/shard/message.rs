@@ -1,11 +1,14 @@
-//! What shards send each other over their `flume` inboxes. Every request carries its own reply
-//! sender (a bounded(1) channel used as a one-shot), so replies need no routing.
+//! What shards send each other over their `flume` inboxes, and what goes to shard 0's control
+//! lane. Every request carries its own typed reply sender (a bounded(1) channel used as a
+//! one-shot), so replies need no routing and no catch-all arms.
 
 use super::table::PartitionKey;
+use crate::session::Session;
 use bytes::Bytes;
 use rill_core::ErrorCode;
 use rill_core::message::MessageBatch;
 use rill_core::primitives::PollingStrategy;
+use rill_core::requests::Request;
 
 /// Who a stored offset belongs to. Plain consumers named by string are hashed to a u32 with
 /// xxHash32, as upstream does, so both forms name the same offset.
@@ -15,36 +18,16 @@ pub enum ConsumerKey {
     Group(u32),
 }
 
-/// A data-plane operation on one partition, executed by its owner.
-#[derive(Debug)]
-pub enum DataOp {
-    /// The batch crosses shards by move: its bytes are not copied.
-    Append {
-        batch: MessageBatch,
-    },
-    Poll {
-        strategy: PollingStrategy,
-        count: u32,
-        consumer: Option<ConsumerKey>,
-        auto_commit: bool,
-    },
-    Flush {
-        fsync: bool,
-    },
-    DeleteSegments {
-        count: u32,
-    },
-    Purge,
-    StoreOffset {
-        consumer: ConsumerKey,
-        offset: u64,
-    },
-    GetOffset {
-        consumer: ConsumerKey,
-    },
-    DeleteOffset {
-        consumer: ConsumerKey,
-    },
+/// Where a reply goes: a one-shot channel.
+pub type Reply<T> = flume::Sender<Result<T, ErrorCode>>;
+
+/// What a poll asks for.
+#[derive(Debug, Clone, Copy)]
+pub struct PollArgs {
+    pub strategy: PollingStrategy,
+    pub count: u32,
+    pub consumer: Option<ConsumerKey>,
+    pub auto_commit: bool,
 }
 
 /// The messages a poll returns, as slices of stored bytes (no copy).
@@ -56,42 +39,108 @@ pub struct Polled {
     pub chunks: Vec<Bytes>,
 }
 
-#[derive(Debug)]
-pub enum DataReply {
-    Done,
-    Polled(Polled),
-    /// (partition's current offset, stored offset) or None when nothing is stored.
-    Offset(Option<(u64, u64)>),
+/// A consumer's stored offset with the partition's current offset beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredOffset {
+    pub current_offset: u64,
+    pub stored_offset: u64,
 }
 
-pub type DataResult = Result<DataReply, ErrorCode>;
+/// A typed call on one partition, executed by its owner. The batch of an append crosses
+/// shards by move: its bytes are not copied.
+#[derive(Debug)]
+pub enum PartitionCall {
+    Append {
+        batch: MessageBatch,
+        reply: Reply<()>,
+    },
+    Poll {
+        args: PollArgs,
+        reply: Reply<Polled>,
+    },
+    Flush {
+        fsync: bool,
+        reply: Reply<()>,
+    },
+    DeleteSegments {
+        count: u32,
+        reply: Reply<()>,
+    },
+    Purge {
+        reply: Reply<()>,
+    },
+    StoreOffset {
+        consumer: ConsumerKey,
+        offset: u64,
+        reply: Reply<()>,
+    },
+    GetOffset {
+        consumer: ConsumerKey,
+        reply: Reply<Option<StoredOffset>>,
+    },
+    DeleteOffset {
+        consumer: ConsumerKey,
+        reply: Reply<()>,
+    },
+}
 
-/// A message to a shard's inbox.
-pub enum ShardMessage {
-    Data {
+impl PartitionCall {
+    /// Answers the call with `code` without executing it (the partition is not served here).
+    pub fn refuse(self, code: ErrorCode) {
+        match self {
+            PartitionCall::Append { reply, .. }
+            | PartitionCall::Flush { reply, .. }
+            | PartitionCall::DeleteSegments { reply, .. }
+            | PartitionCall::Purge { reply }
+            | PartitionCall::StoreOffset { reply, .. }
+            | PartitionCall::DeleteOffset { reply, .. } => {
+                let _ = reply.send(Err(code));
+            }
+            PartitionCall::Poll { reply, .. } => {
+                let _ = reply.send(Err(code));
+            }
+            PartitionCall::GetOffset { reply, .. } => {
+                let _ = reply.send(Err(code));
+            }
+        }
+    }
+}
+
+/// Work a shard does for another: calls on partitions it owns, and opening or closing them.
+pub enum ShardWork {
+    Partition {
         key: PartitionKey,
-        op: DataOp,
-        reply: flume::Sender<DataResult>,
+        call: PartitionCall,
     },
     /// Create (or open, if its files exist) a partition this shard owns and mark it ready.
-    OpenPartition {
-        key: PartitionKey,
-        reply: flume::Sender<Result<(), ErrorCode>>,
-    },
+    OpenPartition { key: PartitionKey, reply: Reply<()> },
     /// Stop serving a partition; delete its files if `delete`.
     ClosePartition {
         key: PartitionKey,
         delete: bool,
-        reply: flume::Sender<Result<(), ErrorCode>>,
+        reply: Reply<()>,
     },
+}
+
+/// A message to a shard's inbox.
+pub enum ShardMessage {
+    Work(ShardWork),
     /// A plain TCP connection whose requests go to this shard's partitions: serve it here
-    /// (a duplicate of its socket and its session; the sending shard has let go of it).
+    /// (a duplicate of its socket and its session; the sending shard has let go of it). Taken
+    /// by the front-end, which owns sockets.
     AdoptConnection {
         socket: std::os::fd::OwnedFd,
-        session: crate::handlers::Session,
+        session: Session,
     },
     /// Graceful shutdown.
     Stop,
+}
+
+/// A metadata change sent to shard 0's control lane.
+pub struct ControlRequest {
+    pub request: Request,
+    pub user_id: u32,
+    pub reply: Reply<Vec<u8>>,
 }
 
 /// A one-shot reply channel.

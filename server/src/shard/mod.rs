@@ -9,16 +9,16 @@
 pub mod allocation;
 pub mod message;
 pub mod partitions;
+pub mod routing;
 pub mod table;
 
 use crate::clients::ClientRegistry;
 use crate::config::Config;
-use crate::control::ControlRequest;
 use crate::metadata::Metadata;
 use crate::metrics::{Metrics, ShardMetricsHandle};
 use crate::storage::{BufferPool, PartitionConfig};
 use dashmap::DashMap;
-use message::{DataOp, DataResult, ShardMessage, reply_channel};
+use message::{ControlRequest, ShardMessage, ShardWork, reply_channel};
 use partitions::LocalPartition;
 use rill_core::ErrorCode;
 use rill_core::requests::Request;
@@ -144,42 +144,9 @@ impl Shard {
         &self.pool
     }
 
-    /// Runs a data-plane operation on the partition's owner: directly when that is this shard,
-    /// otherwise through the owner's inbox. The shards table is checked here and again by the
-    /// owner, so a partition being created or deleted is never touched.
-    pub async fn data(&self, key: PartitionKey, op: DataOp) -> DataResult {
-        let owner = self
-            .shared
-            .shards_table
-            .ready_owner(&key)
-            .ok_or(ErrorCode::PartitionNotFound)?;
-        if owner == self.id {
-            return self.execute_local(key, op).await;
-        }
-        self.metrics.data_forwards.inc();
-        let (reply, response) = reply_channel();
-        self.shared.inboxes[owner as usize]
-            .send_async(ShardMessage::Data { key, op, reply })
-            .await
-            .map_err(|_| ErrorCode::ShardCommunicationError)?;
-        response
-            .recv_async()
-            .await
-            .map_err(|_| ErrorCode::ShardCommunicationError)?
-    }
-
-    /// Executes an operation on a partition this shard owns.
-    pub async fn execute_local(&self, key: PartitionKey, op: DataOp) -> DataResult {
-        if self.shared.shards_table.ready_owner(&key) != Some(self.id) {
-            return Err(ErrorCode::PartitionNotFound);
-        }
-        let partition = self
-            .partitions
-            .borrow()
-            .get(&key)
-            .cloned()
-            .ok_or(ErrorCode::PartitionNotFound)?;
-        partition.execute(op).await
+    /// A partition this shard serves, if it does.
+    pub fn local_partition(&self, key: &PartitionKey) -> Option<Rc<LocalPartition>> {
+        self.partitions.borrow().get(key).cloned()
     }
 
     /// Sends a metadata change to shard 0's control lane and waits for the encoded response.
@@ -271,24 +238,20 @@ impl Shard {
         self.partitions.borrow().values().cloned().collect()
     }
 
-    /// Handles one inbox message. Each runs as its own task, so a poll never waits behind
-    /// another request's I/O.
-    pub async fn handle_message(self: Rc<Self>, message: ShardMessage) {
-        self.metrics.inbox_messages.inc();
-        match message {
-            ShardMessage::Data { key, op, reply } => {
-                let _ = reply.send(self.execute_local(key, op).await);
-            }
-            ShardMessage::OpenPartition { key, reply } => {
+    /// Does work another shard (or shard 0's control lane) sent. Each runs as its own task, so
+    /// a poll never waits behind another request's I/O.
+    pub async fn handle_work(self: Rc<Self>, work: ShardWork) {
+        match work {
+            ShardWork::Partition { key, call } => match self.local_partition(&key) {
+                Some(partition) => partition.serve(call).await,
+                None => call.refuse(ErrorCode::PartitionNotFound),
+            },
+            ShardWork::OpenPartition { key, reply } => {
                 let _ = reply.send(self.open_partition(key).await);
             }
-            ShardMessage::ClosePartition { key, delete, reply } => {
+            ShardWork::ClosePartition { key, delete, reply } => {
                 let _ = reply.send(self.close_partition(key, delete).await);
             }
-            ShardMessage::AdoptConnection { socket, session } => {
-                crate::frontend::tcp::adopt(self, socket, session).await
-            }
-            ShardMessage::Stop => self.begin_shutdown(),
         }
     }
 }

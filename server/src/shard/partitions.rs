@@ -1,13 +1,15 @@
 //! The partitions a shard owns: storage plus consumer offsets, and the data-plane operations
-//! executed on them (append, poll with every strategy, flush, offsets, segments, purge).
+//! executed on them (append, poll with every strategy, flush, offsets, segments, purge), as typed
+//! calls: directly on the owner, or from another shard through [`LocalPartition::serve`].
 
-use super::message::{ConsumerKey, DataOp, DataReply, DataResult, Polled};
+use super::message::{ConsumerKey, PartitionCall, PollArgs, Polled, StoredOffset};
 use super::table::{PartitionCounters, PartitionKey};
 use crate::metrics::ShardMetricsHandle;
 use crate::storage::{self, BufferPool, PartitionConfig, PartitionStats};
 use compio::io::AsyncWriteAtExt;
 use rill_core::ErrorCode;
-use rill_core::primitives::{PollingKind, PollingStrategy};
+use rill_core::message::MessageBatch;
+use rill_core::primitives::PollingKind;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,19 +19,7 @@ use std::sync::atomic::Ordering;
 
 /// `<data>/streams/<stream>/topics/<topic>/partitions/<partition>`.
 pub fn partition_dir(data: &Path, key: &PartitionKey) -> PathBuf {
-    topic_dir(data, key.stream_id, key.topic_id)
-        .join("partitions")
-        .join(key.partition_id.to_string())
-}
-
-pub fn topic_dir(data: &Path, stream_id: u32, topic_id: u32) -> PathBuf {
-    stream_dir(data, stream_id)
-        .join("topics")
-        .join(topic_id.to_string())
-}
-
-pub fn stream_dir(data: &Path, stream_id: u32) -> PathBuf {
-    data.join("streams").join(stream_id.to_string())
+    crate::layout::partition_dir(data, key.stream_id, key.topic_id, key.partition_id)
 }
 
 /// One owned partition.
@@ -269,86 +259,126 @@ impl LocalPartition {
         self.publish_writes(self.storage().stats());
     }
 
-    pub async fn execute(&self, op: DataOp) -> DataResult {
-        let result = match op {
-            DataOp::Append { batch } => {
-                let timestamp = crate::time::now_micros();
-                let messages = u64::from(batch.count());
-                let started = std::time::Instant::now();
-                self.writable_storage()
-                    .await?
-                    .append(batch, timestamp)
-                    .await
-                    .map_err(storage_error)?;
-                let metrics = &self.metrics;
-                metrics.record_ack(self.storage().config().ack_mode, started.elapsed());
-                metrics.appends.inc();
-                metrics.appended_messages.add(messages);
-                self.counters.appends.inc();
-                self.counters.appended_messages.add(messages);
-                Ok(DataReply::Done)
+    /// Executes a call that came through the inbox and sends its reply.
+    pub async fn serve(&self, call: PartitionCall) {
+        match call {
+            PartitionCall::Append { batch, reply } => {
+                let _ = reply.send(self.append(batch).await);
             }
-            DataOp::Poll {
-                strategy,
-                count,
+            PartitionCall::Poll { args, reply } => {
+                let _ = reply.send(self.poll(args).await);
+            }
+            PartitionCall::Flush { fsync, reply } => {
+                let _ = reply.send(self.flush(fsync).await);
+            }
+            PartitionCall::DeleteSegments { count, reply } => {
+                let _ = reply.send(self.delete_segments(count).await);
+            }
+            PartitionCall::Purge { reply } => {
+                let _ = reply.send(self.purge().await);
+            }
+            PartitionCall::StoreOffset {
                 consumer,
-                auto_commit,
+                offset,
+                reply,
             } => {
-                let polled = self.poll(strategy, count, consumer, auto_commit).await?;
-                let messages = u64::from(polled.count);
-                self.metrics.polls.inc();
-                self.metrics.polled_messages.add(messages);
-                self.counters.polls.inc();
-                self.counters.polled_messages.add(messages);
-                Ok(DataReply::Polled(polled))
+                let _ = reply.send(self.store_consumer_offset(consumer, offset).await);
             }
-            DataOp::Flush { fsync } => {
-                self.writable_storage()
-                    .await?
-                    .flush(fsync)
-                    .await
-                    .map_err(storage_error)?;
-                Ok(DataReply::Done)
+            PartitionCall::GetOffset { consumer, reply } => {
+                let _ = reply.send(Ok(self.consumer_offset(consumer)));
             }
-            DataOp::DeleteSegments { count } => {
-                self.storage()
-                    .delete_oldest_segments(count)
-                    .await
-                    .map_err(storage_error)?;
-                Ok(DataReply::Done)
+            PartitionCall::DeleteOffset { consumer, reply } => {
+                let _ = reply.send(self.delete_consumer_offset(consumer).await);
             }
-            DataOp::Purge => {
-                self.purge_log().await?;
-                self.offsets.borrow_mut().clear();
-                let _ = std::fs::remove_dir_all(self.dir.join("offsets"));
-                Ok(DataReply::Done)
-            }
-            DataOp::StoreOffset { consumer, offset } => {
-                let Some(current) = self.storage().current_offset() else {
-                    return Err(ErrorCode::InvalidOffset);
-                };
-                if offset > current {
-                    return Err(ErrorCode::InvalidOffset);
-                }
-                self.store_offset(consumer, offset).await?;
-                Ok(DataReply::Done)
-            }
-            DataOp::GetOffset { consumer } => {
-                let stored = self.offsets.borrow().get(&consumer).copied();
-                Ok(DataReply::Offset(
-                    stored.map(|stored| (self.counters.current_offset(), stored)),
-                ))
-            }
-            DataOp::DeleteOffset { consumer } => {
-                if self.offsets.borrow_mut().remove(&consumer).is_none() {
-                    return Err(ErrorCode::ConsumerOffsetNotFound);
-                }
-                let _ = compio::fs::remove_file(offset_file(&self.dir, consumer)).await;
-                Ok(DataReply::Done)
-            }
-        };
+        }
+    }
+
+    pub async fn append(&self, batch: MessageBatch) -> Result<(), ErrorCode> {
+        let timestamp = crate::time::now_micros();
+        let messages = u64::from(batch.count());
+        let started = std::time::Instant::now();
+        self.writable_storage()
+            .await?
+            .append(batch, timestamp)
+            .await
+            .map_err(storage_error)?;
+        let metrics = &self.metrics;
+        metrics.record_ack(self.storage().config().ack_mode, started.elapsed());
+        metrics.appends.inc();
+        metrics.appended_messages.add(messages);
+        self.counters.appends.inc();
+        self.counters.appended_messages.add(messages);
         self.refresh_counters();
-        result
+        Ok(())
+    }
+
+    pub async fn poll(&self, args: PollArgs) -> Result<Polled, ErrorCode> {
+        let polled = self.read(args).await?;
+        let messages = u64::from(polled.count);
+        self.metrics.polls.inc();
+        self.metrics.polled_messages.add(messages);
+        self.counters.polls.inc();
+        self.counters.polled_messages.add(messages);
+        self.refresh_counters();
+        Ok(polled)
+    }
+
+    pub async fn flush(&self, fsync: bool) -> Result<(), ErrorCode> {
+        self.writable_storage()
+            .await?
+            .flush(fsync)
+            .await
+            .map_err(storage_error)?;
+        self.refresh_counters();
+        Ok(())
+    }
+
+    pub async fn delete_segments(&self, count: u32) -> Result<(), ErrorCode> {
+        self.storage()
+            .delete_oldest_segments(count)
+            .await
+            .map_err(storage_error)?;
+        self.refresh_counters();
+        Ok(())
+    }
+
+    /// Removes every message and every stored offset; the log restarts at offset 0.
+    pub async fn purge(&self) -> Result<(), ErrorCode> {
+        self.purge_log().await?;
+        self.offsets.borrow_mut().clear();
+        let _ = std::fs::remove_dir_all(self.dir.join("offsets"));
+        self.refresh_counters();
+        Ok(())
+    }
+
+    pub async fn store_consumer_offset(
+        &self,
+        consumer: ConsumerKey,
+        offset: u64,
+    ) -> Result<(), ErrorCode> {
+        let Some(current) = self.storage().current_offset() else {
+            return Err(ErrorCode::InvalidOffset);
+        };
+        if offset > current {
+            return Err(ErrorCode::InvalidOffset);
+        }
+        self.store_offset(consumer, offset).await
+    }
+
+    pub fn consumer_offset(&self, consumer: ConsumerKey) -> Option<StoredOffset> {
+        let stored = self.offsets.borrow().get(&consumer).copied()?;
+        Some(StoredOffset {
+            current_offset: self.counters.current_offset(),
+            stored_offset: stored,
+        })
+    }
+
+    pub async fn delete_consumer_offset(&self, consumer: ConsumerKey) -> Result<(), ErrorCode> {
+        if self.offsets.borrow_mut().remove(&consumer).is_none() {
+            return Err(ErrorCode::ConsumerOffsetNotFound);
+        }
+        let _ = compio::fs::remove_file(offset_file(&self.dir, consumer)).await;
+        Ok(())
     }
 
     async fn store_offset(&self, consumer: ConsumerKey, offset: u64) -> Result<(), ErrorCode> {
@@ -375,13 +405,13 @@ impl LocalPartition {
         })
     }
 
-    async fn poll(
-        &self,
-        strategy: PollingStrategy,
-        count: u32,
-        consumer: Option<ConsumerKey>,
-        auto_commit: bool,
-    ) -> Result<Polled, ErrorCode> {
+    async fn read(&self, args: PollArgs) -> Result<Polled, ErrorCode> {
+        let PollArgs {
+            strategy,
+            count,
+            consumer,
+            auto_commit,
+        } = args;
         let current = self.storage().current_offset();
         let mut polled = Polled {
             partition_id: self.key.partition_id,

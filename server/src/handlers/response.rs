@@ -1,0 +1,48 @@
+//! What a handler answers: the payload of the response frame, or a status.
+
+use bytes::Bytes;
+use rill_core::{Encode, ErrorCode};
+
+/// What goes back in the response frame's payload.
+pub enum Response {
+    Empty,
+    Bytes(Vec<u8>),
+    /// A poll: the 16-byte header, then stored message bytes as they are.
+    Polled {
+        header: [u8; 16],
+        chunks: Vec<Bytes>,
+    },
+}
+
+impl Response {
+    pub fn encoded(value: &impl Encode) -> Response {
+        Response::Bytes(value.to_bytes())
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Response::Empty => 0,
+            Response::Bytes(bytes) => bytes.len(),
+            Response::Polled { header, chunks } => {
+                header.len() + chunks.iter().map(Bytes::len).sum::<usize>()
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+pub type HandlerResult = Result<Response, ErrorCode>;
+
+impl Response {
+    /// A control-lane reply: its encoded payload, possibly empty.
+    pub fn from_payload(payload: Vec<u8>) -> Response {
+        if payload.is_empty() {
+            Response::Empty
+        } else {
+            Response::Bytes(payload)
+        }
+    }
+}
