@@ -403,6 +403,11 @@ else
     fail "neither 'docker compose' nor 'docker-compose' is installed"
 fi
 compose_project="$run_id"
+say "${compose[*]} refuses to start without IGGY_ROOT_PASSWORD"
+if (cd docker && env -u IGGY_ROOT_PASSWORD IGGY_IMAGE=$image "${compose[@]}" config >"$work/compose-nopass.log" 2>&1); then
+    fail "compose accepted a configuration without IGGY_ROOT_PASSWORD"
+fi
+grep -q "IGGY_ROOT_PASSWORD" "$work/compose-nopass.log" || fail "compose's refusal does not name IGGY_ROOT_PASSWORD"
 say "${compose[*]} up -d with docker/docker-compose.yml (project $compose_project)"
 if ! (
     cd docker

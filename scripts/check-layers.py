@@ -56,6 +56,7 @@ LAYERS = [
         [
             "metrics",
             "session",
+            "admission",
             "clients",
             "groups",
             "views",

@@ -68,12 +68,22 @@ fn locate_or_build() -> Result<PathBuf, String> {
     }
 }
 
-/// Runs `cargo build -p rill-server --bin iggy-server` in the workspace root.
+/// Runs `cargo build -p rill-server --bin iggy-server --features fault-injection` in the
+/// workspace root: the tests' server can be made to fail its writes (`RILL_STORAGE_FAULT_FILE`),
+/// which a release build cannot.
 fn build_server() -> Result<(), String> {
     // `CARGO` is set by cargo for the processes it runs (tests included); fall back to PATH.
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(&cargo)
-        .args(["build", "-p", "rill-server", "--bin", "iggy-server"])
+        .args([
+            "build",
+            "-p",
+            "rill-server",
+            "--bin",
+            "iggy-server",
+            "--features",
+            "fault-injection",
+        ])
         .current_dir(workspace_root())
         .output()
         .map_err(|error| format!("cannot run {}: {error}", Path::new(&cargo).display()))?;
@@ -81,7 +91,7 @@ fn build_server() -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "`cargo build -p rill-server --bin iggy-server` failed ({}):\n{}",
+            "`cargo build -p rill-server --bin iggy-server --features fault-injection` failed ({}):\n{}",
             output.status,
             String::from_utf8_lossy(&output.stderr)
         ))

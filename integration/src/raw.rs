@@ -73,6 +73,11 @@ impl RawClient {
         RawClient { stream }
     }
 
+    /// The client side's address (ip:port).
+    pub fn local_address(&self) -> SocketAddr {
+        self.stream.local_addr().expect("local address")
+    }
+
     /// Writes `bytes` as they are.
     pub fn write_raw(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.stream.write_all(bytes)?;

@@ -8,11 +8,11 @@ use iggy::prelude::*;
 use rill_integration::raw::{RawClient, frame, login_payload};
 use rill_integration::sdk::{assert_error_code, create_stream, create_topic, id, root_client};
 use rill_integration::{ServerOptions, TestServer};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use support::{client_id_of, crc32, eventually, global_only, login_client, zip_entries};
+use support::{crc32, eventually, global_only, login_client, zip_entries};
 
 const PASSWORD: &str = "secret-pass";
 
@@ -116,20 +116,15 @@ async fn get_me_get_client_and_get_clients_report_the_real_sessions() {
     // GetMe over raw bytes: exact address, id, user, transport.
     let (status, payload) = raw_root.request(20, &[]);
     assert_eq!(status, 0, "GetMe");
-    let (client_id, user_id, transport, address, groups) = decode_client_details(&payload);
+    let (raw_root_id, user_id, transport, address, groups) = decode_client_details(&payload);
     assert_eq!(address, raw_root.address(), "GetMe address");
-    assert_eq!(
-        client_id,
-        client_id_of(&address),
-        "client id = xxHash32(address)"
-    );
+    assert_ne!(raw_root_id, 0, "client ids are never 0");
     assert_eq!((user_id, transport, groups), (0, 1, Vec::new()));
 
     let root_me = root.get_me().await.expect("root GetMe");
     assert_eq!(root_me.user_id, Some(0));
     assert_eq!(root_me.transport, "TCP");
     assert!(root_me.address.starts_with("127.0.0.1:"), "{root_me:?}");
-    assert_eq!(root_me.client_id, client_id_of(&root_me.address));
     assert_eq!(root_me.consumer_groups_count, 0);
 
     watcher
@@ -142,7 +137,7 @@ async fn get_me_get_client_and_get_clients_report_the_real_sessions() {
         .expect("join g0");
     let watcher_me = watcher.get_me().await.expect("watcher GetMe");
     assert_eq!(watcher_me.user_id, Some(watcher_id));
-    assert_eq!(watcher_me.client_id, client_id_of(&watcher_me.address));
+
     assert_eq!(watcher_me.consumer_groups_count, 2);
     assert_eq!(
         watcher_me
@@ -162,16 +157,26 @@ async fn get_me_get_client_and_get_clients_report_the_real_sessions() {
     .into_iter()
     .collect();
     // (`ClientInfo` is not exported by the `iggy` prelude, so records are turned into tuples.)
+    // Client ids are a counter (one per session, never reused while it lives), not the
+    // xxHash32 of the address protocol.md describes: each session's id is the one GetMe gave it.
+    let mut client_ids: BTreeMap<String, u32> = [
+        (root_me.address.clone(), root_me.client_id),
+        (watcher_me.address.clone(), watcher_me.client_id),
+        (raw_root.address(), raw_root_id),
+    ]
+    .into_iter()
+    .collect();
     macro_rules! listed {
         ($clients:expr) => {{
             let clients = $clients;
+            let ids: BTreeSet<u32> = clients.iter().map(|c| c.client_id).collect();
+            assert_eq!(ids.len(), clients.len(), "unique ids: {clients:?}");
             for client in &clients {
                 assert_eq!(client.transport, "TCP", "{client:?}");
-                assert_eq!(
-                    client.client_id,
-                    client_id_of(&client.address),
-                    "{client:?}"
-                );
+                assert_ne!(client.client_id, 0, "{client:?}");
+                if let Some(id) = client_ids.get(&client.address) {
+                    assert_eq!(client.client_id, *id, "{client:?}");
+                }
             }
             clients
                 .into_iter()
@@ -181,7 +186,14 @@ async fn get_me_get_client_and_get_clients_report_the_real_sessions() {
     }
     let clients = watcher.get_clients().await.expect("GetClients");
     assert_eq!(clients.len(), 4, "exactly the four sessions: {clients:?}");
+    // The anonymous session's id is known only from the listing.
+    for client in &clients {
+        client_ids
+            .entry(client.address.clone())
+            .or_insert(client.client_id);
+    }
     assert_eq!(listed!(clients), expected);
+    let client_id_of = |address: &str| -> u32 { client_ids[address] };
 
     for (address, (user_id, groups)) in &expected {
         let details = root
@@ -462,4 +474,51 @@ fn idle_sessions_are_dropped_when_heartbeats_are_verified() {
         17 + address_length,
         "only the pinging session is left in GetClients"
     );
+}
+
+#[tokio::test]
+async fn get_stats_read_and_written_bytes_count_message_bytes() {
+    // Proves the newcomer finding of issue 21: `iggy stats` "Read/Written Bytes" showed the
+    // process's disk counters (671 MB read / 1.12 GB written on a server holding 75 bytes). They
+    // now count the message bytes sent to the server and polled from it: each message is its
+    // 64-byte header plus its payload.
+    let server = TestServer::start(ServerOptions::new());
+    let root = root_client(&server).await;
+    let stream = create_stream(&root, "bytes").await;
+    create_topic(&root, stream, "t", 1).await;
+    let before = root.get_stats().await.unwrap();
+    assert_eq!(before.written_bytes.as_bytes_u64(), 0, "nothing sent yet");
+    let mut messages: Vec<_> = (0..3)
+        .map(|i| {
+            IggyMessage::builder()
+                .payload(bytes::Bytes::from(format!("hello-{i}")))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    root.send_messages(
+        &id(stream),
+        &id(0),
+        &Partitioning::partition_id(0),
+        &mut messages,
+    )
+    .await
+    .unwrap();
+    let polled = root
+        .poll_messages(
+            &id(stream),
+            &id(0),
+            Some(0),
+            &Consumer::new(id(1)),
+            &PollingStrategy::offset(0),
+            10,
+            false,
+        )
+        .await
+        .unwrap();
+    assert_eq!(polled.messages.len(), 3);
+    let stats = root.get_stats().await.unwrap();
+    let message_bytes = 3 * (64 + "hello-0".len() as u64);
+    assert_eq!(stats.written_bytes.as_bytes_u64(), message_bytes);
+    assert_eq!(stats.read_bytes.as_bytes_u64(), message_bytes);
 }

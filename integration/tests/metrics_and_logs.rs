@@ -32,6 +32,11 @@ struct HttpResponse {
 
 /// One request with a hand-written HTTP/1.1 client (the server closes after each response).
 fn http(address: SocketAddr, method: &str, path: &str) -> HttpResponse {
+    http_with(address, method, path, "")
+}
+
+/// An HTTP request with extra header lines (each ending in \r\n).
+fn http_with(address: SocketAddr, method: &str, path: &str, headers: &str) -> HttpResponse {
     let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(5))
         .unwrap_or_else(|error| panic!("connect to the HTTP endpoint {address}: {error}"));
     stream
@@ -39,7 +44,7 @@ fn http(address: SocketAddr, method: &str, path: &str) -> HttpResponse {
         .unwrap();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nAccept: */*\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nAccept: */*\r\n{headers}\r\n"
     )
     .unwrap();
     let mut raw = Vec::new();
@@ -670,7 +675,22 @@ async fn metrics_move_by_exactly_what_the_workload_did() {
 
     // /stats is GetStats as JSON.
     let stats = client.get_stats().await.expect("GetStats");
-    let response = http(http_address, "GET", "/stats");
+    // Without credentials /stats is refused; root's (Basic "iggy:iggy") open it.
+    let refused = http(http_address, "GET", "/stats");
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    let wrong = http_with(
+        http_address,
+        "GET",
+        "/stats",
+        "Authorization: Basic aWdneTpub3BlCg==\r\n",
+    );
+    assert_eq!(wrong.status, 401, "wrong password");
+    let response = http_with(
+        http_address,
+        "GET",
+        "/stats",
+        "Authorization: Basic aWdneTppZ2d5\r\n",
+    );
     assert_eq!(response.status, 200);
     assert_eq!(response.headers["content-type"], "application/json");
     let json: serde_json::Value = serde_json::from_str(&response.body).expect("JSON /stats");

@@ -119,6 +119,14 @@ pub fn verify_password(password: &str, stored_hash: &str) -> bool {
     verify().unwrap_or(false)
 }
 
+/// A valid Argon2id hash of a random password nobody knows: logins for unknown usernames are
+/// checked against it, so they cost what a known user's wrong password costs.
+pub fn dummy_password_hash() -> &'static str {
+    static HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    // Hashing fails only if the Argon2 parameters are wrong; an empty hash then matches nothing.
+    HASH.get_or_init(|| hash_password(&generate_password()).unwrap_or_default())
+}
+
 /// Bounds how many Argon2id computations run at once, process-wide. Each takes ~19 MiB and tens
 /// of milliseconds of CPU on the blocking pool; a login storm used to fan out over as many pool
 /// threads, reaching 1.5 GB of resident memory with ten clients on two cores. Logins now queue

@@ -1,9 +1,13 @@
-//! The sessions connected to any shard, for GetMe/GetClient/GetClients and GetStats. One entry
-//! per connection, keyed by client id (xxHash32 of the peer address, as upstream).
+//! The sessions connected to any shard, for GetMe/GetClient/GetClients and GetStats, and the
+//! handle the control lane uses to end a user's sessions. One entry per session, keyed by a
+//! client id that no other live session has (a counter: upstream hashes the peer address,
+//! which lets a QUIC and a TCP session from one ip:port share an id).
 
 use dashmap::DashMap;
 use rill_core::primitives::Transport;
 use rill_core::responses::{ClientDetails, ClientGroup, ClientInfo};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 #[derive(Debug, Clone)]
 pub struct ClientEntry {
@@ -14,6 +18,8 @@ pub struct ClientEntry {
     /// (stream, topic, group) memberships.
     pub groups: Vec<(u32, u32, u32)>,
     pub shard: u16,
+    /// The session's revocation flag (see `Session::revocation`).
+    pub revoked: Arc<AtomicBool>,
 }
 
 /// Not logged in, as the protocol reports it.
@@ -52,9 +58,42 @@ impl ClientEntry {
 #[derive(Debug, Default)]
 pub struct ClientRegistry {
     entries: DashMap<u32, ClientEntry>,
+    last_id: AtomicU32,
 }
 
 impl ClientRegistry {
+    /// A client id no live session has (never 0, which the protocol reserves).
+    pub fn next_id(&self) -> u32 {
+        loop {
+            let id = self.last_id.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+            if id != 0 && !self.entries.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    /// Ends the sessions of `user_id` (but `except`, the session that asked): they are shown as
+    /// logged out at once and refused at their next request. Returns how many.
+    pub fn revoke_user(&self, user_id: u32, except: Option<u32>) -> usize {
+        let mut revoked = 0;
+        for mut entry in self.entries.iter_mut() {
+            if entry.user_id == Some(user_id) && Some(entry.client_id) != except {
+                entry.revoked.store(true, Ordering::Release);
+                entry.user_id = None;
+                revoked += 1;
+            }
+        }
+        revoked
+    }
+
+    /// How many sessions are logged in as `user_id`.
+    pub fn sessions_of(&self, user_id: u32) -> usize {
+        self.entries
+            .iter()
+            .filter(|entry| entry.user_id == Some(user_id))
+            .count()
+    }
+
     pub fn register(&self, entry: ClientEntry) {
         self.entries.insert(entry.client_id, entry);
     }

@@ -8,6 +8,7 @@
 //! [`logging`] (text/JSON lines, rotated files), [`stats`] (the GetStats figures), [`limits`]
 //! (RLIMIT_NOFILE raised at start).
 
+pub mod admission;
 pub mod auth;
 pub mod clients;
 pub mod config;

@@ -83,6 +83,9 @@ fn root_credentials(with_default: bool) -> Result<RootCredentials, String> {
 }
 
 fn main() -> ExitCode {
+    // Everything the server creates is private: files 0600, directories 0700. The metadata log
+    // holds every password hash and token hash.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     let args = Args::parse();
     if args.print_default_config {
         print!("{}", rill_server::config::DEFAULT_CONFIG_TOML);

@@ -5,8 +5,8 @@
 
 use crate::shard::Shard;
 use crate::shard::table::PartitionKey;
+use rill_core::ErrorCode;
 use std::rc::Rc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 pub fn spawn_periodic_tasks(shard: &Rc<Shard>) {
@@ -18,10 +18,7 @@ pub fn spawn_periodic_tasks(shard: &Rc<Shard>) {
             while !shard.is_shutting_down() {
                 compio::time::sleep(period).await;
                 for partition in shard.local_partitions() {
-                    if let Err(error) = partition.storage().flush(false).await {
-                        tracing::warn!(partition = %partition.key, %error, "periodic flush failed");
-                    }
-                    partition.refresh_counters();
+                    partition.save_buffered().await;
                 }
             }
         })
@@ -47,12 +44,13 @@ pub fn spawn_periodic_tasks(shard: &Rc<Shard>) {
 async fn clean(shard: &Shard) {
     let now = crate::time::now_micros();
     for partition in shard.local_partitions() {
-        match partition.storage().apply_retention(now).await {
-            Ok(outcome) if outcome.segments_deleted > 0 => {
-                tracing::info!(partition = %partition.key, segments = outcome.segments_deleted, "deleted expired segments");
+        match partition.apply_expiry(now).await {
+            Ok(0) => {}
+            Ok(segments) => {
+                tracing::info!(partition = %partition.key, segments, "deleted expired segments");
             }
-            Ok(_) => {}
-            Err(error) => tracing::warn!(partition = %partition.key, %error, "retention failed"),
+            Err(ErrorCode::PartitionNotFound) => continue,
+            Err(code) => tracing::warn!(partition = %partition.key, %code, "retention failed"),
         }
         let key = partition.key;
         let Ok(Some(max_size)) = shard.metadata(|metadata| {
@@ -61,7 +59,6 @@ async fn clean(shard: &Shard) {
                 .map(|topic| topic.max_topic_size)
                 .filter(|&max| max != u64::MAX)
         }) else {
-            partition.refresh_counters();
             continue;
         };
         let topic_size = || {
@@ -74,20 +71,17 @@ async fn clean(shard: &Shard) {
                 .1
         };
         while topic_size() > max_size {
-            match partition.storage().delete_oldest_segments(1).await {
-                Ok(0) => break,
+            match partition.delete_oldest_segment().await {
+                Ok(0) | Err(ErrorCode::PartitionNotFound) => break,
                 Ok(_) => {
-                    partition.refresh_counters();
                     tracing::info!(partition = %key, "deleted oldest segment: topic over its max size");
                 }
-                Err(error) => {
-                    tracing::warn!(partition = %key, %error, "cannot delete segment for max size");
+                Err(code) => {
+                    tracing::warn!(partition = %key, %code, "cannot delete segment for max size");
                     break;
                 }
             }
         }
-        partition.refresh_counters();
-        let _ = partition.counters.size_bytes.load(Ordering::Relaxed);
     }
 }
 

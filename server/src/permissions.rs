@@ -127,6 +127,27 @@ pub fn allowed(user: &User, action: Action) -> bool {
     }
 }
 
+/// Whether `user` may send messages anywhere: the global flag, or a stream or topic entry that
+/// grants it. A user who may not is held to `limits.max_request_size_without_send`.
+pub fn may_send_anywhere(user: &User) -> bool {
+    if user.id == ROOT_USER_ID {
+        return true;
+    }
+    let Some(permissions) = &user.permissions else {
+        return false;
+    };
+    permissions.global.send_messages
+        || permissions.streams.iter().any(|stream| {
+            stream.send_messages
+                || stream.manage_stream
+                || stream.manage_topics
+                || stream
+                    .topics
+                    .iter()
+                    .any(|topic| topic.send_messages || topic.manage_topic)
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,6 +38,17 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
             data_dir.display()
         )
     })?;
+    // A data directory made by an older version, or by hand, may be open to others: close it
+    // (what is inside is then unreachable for them whatever its own mode). A directory owned by
+    // another user (a bind mount) cannot be changed: say so, and go on.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Err(error) =
+            std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700))
+        {
+            tracing::warn!(path = %data_dir.display(), %error, "cannot make the data directory private (mode 0700)");
+        }
+    }
 
     let state_dir = data_dir.join("state");
     let recovered =
@@ -92,6 +103,7 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
         .map(|_| flume::bounded(INBOX_CAPACITY))
         .unzip();
     let (control_sender, control_receiver) = flume::bounded(CONTROL_CAPACITY);
+    let admission = crate::admission::Admission::new(config.limits.clone());
     let shared = Arc::new(SharedState {
         config,
         shard_count,
@@ -108,6 +120,7 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
         quic_address: frontends.quic_address,
         tls: frontends.tls,
         password_checks: crate::auth::PasswordChecks::new(usize::from(shard_count)),
+        admission,
         http_address: OnceLock::new(),
         metrics: Arc::new(crate::metrics::Metrics::new(shard_count)),
     });
@@ -497,7 +510,7 @@ fn shard_main(
         let partitions = shard.local_partitions();
         let count = partitions.len();
         for partition in partitions {
-            if let Err(error) = partition.storage().close().await {
+            if let Err(error) = partition.close().await {
                 tracing::error!(partition = %partition.key, %error, "cannot flush partition at shutdown");
             }
         }

@@ -3,6 +3,8 @@
 
 use rill_core::primitives::Transport;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 #[derive(Debug, Clone)]
@@ -15,6 +17,14 @@ pub struct Session {
     pub last_heartbeat: Instant,
     /// Which shard this session's data requests go to (see [`Affinity`]).
     pub affinity: Affinity,
+    /// Set by the control lane (through the clients registry, which shares it) when the
+    /// logged-in user's authority ends: deleted, deactivated, or its password changed by
+    /// another session. The session is then logged out at its next request.
+    revoked: Arc<AtomicBool>,
+    /// Failed logins on this connection so far.
+    pub login_failures: u32,
+    /// The transport closes the connection once the current response is written.
+    pub close_requested: bool,
 }
 
 impl Session {
@@ -26,7 +36,32 @@ impl Session {
             user_id: None,
             last_heartbeat: Instant::now(),
             affinity: Affinity::default(),
+            revoked: Arc::new(AtomicBool::new(false)),
+            login_failures: 0,
+            close_requested: false,
         }
+    }
+
+    /// The flag the clients registry holds to revoke this session.
+    pub fn revocation(&self) -> Arc<AtomicBool> {
+        self.revoked.clone()
+    }
+
+    /// The session now acts as `user_id`. Clears an earlier revocation: the caller checks,
+    /// after registering the login, that the user it verified is still the one in the metadata.
+    pub fn log_in(&mut self, user_id: u32) {
+        self.revoked.store(false, Ordering::Release);
+        self.user_id = Some(user_id);
+        self.login_failures = 0;
+    }
+
+    pub fn log_out(&mut self) {
+        self.user_id = None;
+    }
+
+    /// Whether a logged-in session's authority has ended (see `revoked`).
+    pub fn is_revoked(&self) -> bool {
+        self.user_id.is_some() && self.revoked.load(Ordering::Acquire)
     }
 }
 

@@ -53,8 +53,21 @@ pub fn server_stats(shared: &SharedState, counts: MetadataCounts) -> Stats {
         available_memory: machine.available_memory_bytes,
         run_time: now.saturating_sub(shared.started_at_micros),
         start_time: shared.started_at_micros,
-        read_bytes: process.read_bytes,
-        written_bytes: process.written_bytes,
+        // Message bytes polled and sent over the wire since the start, as `iggy stats` labels
+        // them ("Read/Written Bytes"); the process's disk counters would also count segment
+        // I/O, the metadata log and whatever the kernel reads ahead.
+        read_bytes: shared
+            .metrics
+            .shards
+            .iter()
+            .map(|shard| shard.messages_out_bytes.get())
+            .sum(),
+        written_bytes: shared
+            .metrics
+            .shards
+            .iter()
+            .map(|shard| shard.messages_in_bytes.get())
+            .sum(),
         messages_size_bytes,
         streams_count: counts.streams,
         topics_count: counts.topics,

@@ -87,11 +87,6 @@ where
     }
 }
 
-/// xxHash32 (seed 0) of the peer address string: the client id (protocol.md 1.4).
-pub fn client_id_of(address: &str) -> u32 {
-    xxhash_rust::xxh32::xxh32(address.as_bytes(), 0)
-}
-
 // ---------------------------------------------------------------------------------------------
 // Raw payloads for every command (protocol.md sections 2-4 and 6.4)
 // ---------------------------------------------------------------------------------------------

@@ -25,7 +25,17 @@ pub fn server_binary() -> PathBuf {
     BUILD.call_once(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let status = Command::new(cargo)
-            .args(["build", "-p", "rill-server", "--bin", "iggy-server"])
+            // The same build as the integration harness's, so the two never replace each
+            // other's binary.
+            .args([
+                "build",
+                "-p",
+                "rill-server",
+                "--bin",
+                "iggy-server",
+                "--features",
+                "fault-injection",
+            ])
             .current_dir(&root)
             .stdout(Stdio::null())
             .status()

@@ -29,6 +29,7 @@ pub struct Config {
     pub heartbeat: HeartbeatConfig,
     pub http: HttpConfig,
     pub logging: LoggingConfig,
+    pub limits: LimitsConfig,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -175,6 +176,30 @@ pub struct TcpConfig {
     pub tls: TlsConfig,
 }
 
+/// `[limits]`: what one client, one address, one user and all of them together may hold.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    pub max_connections: usize,
+    pub max_connections_per_address: usize,
+    pub max_sessions_per_user: usize,
+    pub max_request_bytes_in_flight: ByteSize,
+    pub max_request_size_without_send: ByteSize,
+    pub idle_timeout: Limit<HumanDuration>,
+    pub login: LoginLimitsConfig,
+}
+
+/// `[limits.login]`: throttling of failed logins.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoginLimitsConfig {
+    pub max_failures_per_connection: u32,
+    pub failures_before_delay: u32,
+    pub delay: HumanDuration,
+    pub max_delay: HumanDuration,
+    pub failure_window: HumanDuration,
+}
+
 /// `[tcp.tls]`: TLS on the TCP port.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -259,6 +284,10 @@ pub struct HttpConfig {
     pub address: SocketAddr,
     /// How many of the most active partitions get their own series in `/metrics`.
     pub metrics_top_partitions: usize,
+    /// `/stats` without credentials.
+    pub public_stats: bool,
+    /// The whole request head must arrive within this time.
+    pub request_head_timeout: HumanDuration,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -369,6 +398,35 @@ impl Config {
         if self.tcp.max_send_messages_size.0 > u32::MAX as u64 {
             return Err(ConfigError(
                 "tcp.max_send_messages_size must fit a frame (< 4 GiB)".into(),
+            ));
+        }
+        let limits = &self.limits;
+        for (key, value) in [
+            ("limits.max_connections", limits.max_connections),
+            (
+                "limits.max_connections_per_address",
+                limits.max_connections_per_address,
+            ),
+            ("limits.max_sessions_per_user", limits.max_sessions_per_user),
+        ] {
+            if value == 0 {
+                return Err(ConfigError(format!("{key} must be at least 1")));
+            }
+        }
+        if limits.max_request_bytes_in_flight.0 < self.tcp.max_send_messages_size.0 {
+            return Err(ConfigError(format!(
+                "limits.max_request_bytes_in_flight ({} bytes) must be at least tcp.max_send_messages_size ({} bytes), or the largest request could never be read",
+                limits.max_request_bytes_in_flight.0, self.tcp.max_send_messages_size.0
+            )));
+        }
+        if limits.login.max_failures_per_connection == 0 {
+            return Err(ConfigError(
+                "limits.login.max_failures_per_connection must be at least 1".into(),
+            ));
+        }
+        if limits.login.max_delay.0 < limits.login.delay.0 {
+            return Err(ConfigError(
+                "limits.login.max_delay must be at least limits.login.delay".into(),
             ));
         }
         let quic = &self.quic;

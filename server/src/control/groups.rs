@@ -23,13 +23,13 @@ impl ControlPlane {
             let topic = stream
                 .topic(&request.topic_id)
                 .ok_or(ErrorCode::TopicIdNotFound)?;
+            Self::require(actor, Action::ReadTopic(stream.id, topic.id))?;
             if topic.groups.values().any(|group| group.name == name) {
                 return Err(ErrorCode::ConsumerGroupNameAlreadyExists);
             }
             let id = lowest_free_id(&topic.groups).ok_or(ErrorCode::InvalidConsumerGroupId)?;
             Ok((stream.id, topic.id, id, topic.partitions.len() as u32))
         })??;
-        Self::require(actor, Action::ReadTopic(stream_id, topic_id))?;
         self.commit(MetadataOp::CreateConsumerGroup {
             stream_id,
             topic_id,

@@ -18,11 +18,14 @@ use crate::metadata::log::MetadataLog;
 use crate::metadata::{Metadata, MetadataOp, User};
 use crate::permissions::{Action, allowed};
 use crate::shard::Shard;
-use crate::shard::message::{ControlRequest, ShardMessage, ShardWork, reply_channel};
+use crate::shard::message::{
+    ControlCommand, ControlRequest, ShardMessage, ShardWork, reply_channel,
+};
 use crate::shard::table::{PartitionKey, PartitionState};
 use rill_core::ErrorCode;
 use rill_core::requests::Request;
 use std::rc::Rc;
+use std::sync::atomic::Ordering;
 
 pub use tokens::{MAX_TOKENS_PER_USER, TOKEN_NAME_LENGTH};
 pub use users::RootCredentials;
@@ -65,25 +68,42 @@ impl ControlPlane {
                 next_cleanup = std::time::Instant::now() + token_cleanup_interval;
                 continue;
             };
-            let Ok(ControlRequest {
-                request,
-                user_id,
-                reply,
-            }) = next
-            else {
+            let Ok(request) = next else {
                 break;
             };
-            let command = request.command();
-            let result = self.execute(request, user_id).await;
+            let name = request.command.name();
+            let result = if request.revoked.load(Ordering::Acquire) {
+                Err(ErrorCode::Unauthenticated)
+            } else {
+                self.execute(request.command, request.user_id, request.client_id)
+                    .await
+            };
             if let Err(code) = result {
-                tracing::debug!(%command, %code, "control request refused");
+                tracing::debug!(command = name, %code, "control request refused");
             }
-            let _ = reply.send(result);
+            let _ = request.reply.send(result);
         }
     }
 
-    async fn execute(&mut self, request: Request, user_id: u32) -> Result<Vec<u8>, ErrorCode> {
+    async fn execute(
+        &mut self,
+        command: ControlCommand,
+        user_id: u32,
+        client_id: u32,
+    ) -> Result<Vec<u8>, ErrorCode> {
         let user = self.user(user_id)?;
+        let request = match command {
+            ControlCommand::Request(request) => request,
+            ControlCommand::SetPassword {
+                user_id: target,
+                verified_hash,
+                new_hash,
+            } => {
+                return self
+                    .set_password(target, &verified_hash, new_hash, client_id)
+                    .await;
+            }
+        };
         match request {
             Request::CreateStream(request) => self.create_stream(&user, request).await,
             Request::UpdateStream(request) => self.update_stream(&user, request).await,
@@ -97,7 +117,6 @@ impl ControlPlane {
             Request::DeleteUser(request) => self.delete_user(&user, request).await,
             Request::UpdateUser(request) => self.update_user(&user, request).await,
             Request::UpdatePermissions(request) => self.update_permissions(&user, request).await,
-            Request::ChangePassword(request) => self.change_password(&user, request).await,
             Request::CreatePersonalAccessToken(request) => self.create_token(&user, request).await,
             Request::DeletePersonalAccessToken(request) => self.delete_token(&user, request).await,
             Request::CreateConsumerGroup(request) => self.create_group(&user, request).await,

@@ -45,6 +45,8 @@ impl ControlPlane {
             let stream = metadata
                 .stream(&request.stream_id)
                 .ok_or(ErrorCode::StreamIdNotFound)?;
+            // Permission first: "already exists" would tell others which names are taken.
+            Self::require(user, Action::ManageStream(stream.id))?;
             if metadata
                 .streams
                 .values()
@@ -54,7 +56,6 @@ impl ControlPlane {
             }
             Ok(stream.id)
         })??;
-        Self::require(user, Action::ManageStream(id))?;
         self.commit(MetadataOp::UpdateStream { id, name }).await?;
         Ok(Vec::new())
     }

@@ -63,6 +63,8 @@ impl ControlPlane {
             let stream = metadata
                 .stream(&request.stream_id)
                 .ok_or(ErrorCode::StreamIdNotFound)?;
+            // Permission first: "already exists" would tell others which names are taken.
+            Self::require(user, Action::CreateTopic(stream.id))?;
             if stream.topics.values().any(|topic| topic.name == name) {
                 return Err(ErrorCode::TopicNameAlreadyExists);
             }
@@ -71,7 +73,6 @@ impl ControlPlane {
                 lowest_free_id(&stream.topics).ok_or(ErrorCode::InvalidTopicId)?,
             ))
         })??;
-        Self::require(user, Action::CreateTopic(stream_id))?;
         let settings = self.resolve_settings(
             name,
             request.compression_algorithm,
@@ -119,6 +120,7 @@ impl ControlPlane {
             let topic = stream
                 .topic(&request.topic_id)
                 .ok_or(ErrorCode::TopicIdNotFound)?;
+            Self::require(user, Action::ManageTopic(stream.id, topic.id))?;
             if stream
                 .topics
                 .values()
@@ -128,7 +130,6 @@ impl ControlPlane {
             }
             Ok((stream.id, topic.id))
         })??;
-        Self::require(user, Action::ManageTopic(stream_id, id))?;
         let settings = self.resolve_settings(
             name,
             request.compression_algorithm,

@@ -44,13 +44,13 @@ impl ControlPlane {
     }
 }
 
-use crate::auth::{PASSWORD_LENGTH, USERNAME_LENGTH, hash_password, verify_password};
+use crate::auth::{PASSWORD_LENGTH, USERNAME_LENGTH, hash_password};
 use crate::metadata::lowest_free_id;
 use crate::permissions::Action;
 use crate::views::user_details;
 use rill_core::Encode;
 use rill_core::primitives::Name;
-use rill_core::requests::{ChangePassword, CreateUser, DeleteUser, UpdatePermissions, UpdateUser};
+use rill_core::requests::{CreateUser, DeleteUser, UpdatePermissions, UpdateUser};
 
 /// Most users a server holds.
 const MAX_USERS: usize = 10_000;
@@ -116,6 +116,7 @@ impl ControlPlane {
         }
         self.commit(MetadataOp::DeleteUser { id: target.id })
             .await?;
+        self.end_sessions(target.id, None, "user deleted");
         Ok(Vec::new())
     }
 
@@ -126,6 +127,9 @@ impl ControlPlane {
     ) -> Result<Vec<u8>, ErrorCode> {
         Self::require(actor, Action::ManageUsers)?;
         let target = self.target_user(&request.user_id)?;
+        if target.id == ROOT_USER_ID && actor.id != ROOT_USER_ID {
+            return Err(ErrorCode::Unauthorized);
+        }
         let username = request.username.map(Name::into_string);
         if let Some(username) = &username {
             if !USERNAME_LENGTH.contains(&username.len()) {
@@ -147,6 +151,9 @@ impl ControlPlane {
             status: request.status,
         })
         .await?;
+        if request.status == Some(UserStatus::Inactive) {
+            self.end_sessions(target.id, None, "user deactivated");
+        }
         Ok(Vec::new())
     }
 
@@ -168,35 +175,40 @@ impl ControlPlane {
         Ok(Vec::new())
     }
 
-    pub(super) async fn change_password(
+    /// Stores a password hash verified on the caller's shard (handlers::users), unless the
+    /// user's hash changed meanwhile, and ends the user's other sessions.
+    pub(super) async fn set_password(
         &mut self,
-        actor: &User,
-        request: ChangePassword,
+        user_id: u32,
+        verified_hash: &str,
+        password_hash: String,
+        client_id: u32,
     ) -> Result<Vec<u8>, ErrorCode> {
-        let current = request.current_password.0;
-        let new = request.new_password.0;
-        if !PASSWORD_LENGTH.contains(&current.len()) || !PASSWORD_LENGTH.contains(&new.len()) {
-            return Err(ErrorCode::InvalidPassword);
+        let current = self
+            .metadata(|metadata| {
+                metadata
+                    .users
+                    .get(&user_id)
+                    .map(|u| u.password_hash.clone())
+            })?
+            .ok_or(ErrorCode::ResourceNotFound)?;
+        if current != verified_hash {
+            return Err(ErrorCode::InvalidCredentials);
         }
-        let target = self.target_user(&request.user_id)?;
-        if target.id != actor.id {
-            Self::require(actor, Action::ManageUsers)?;
-        }
-        let stored = target.password_hash.clone();
-        let password_hash = compio::runtime::spawn_blocking(move || {
-            if verify_password(&current, &stored) {
-                hash_password(&new)
-            } else {
-                Err(ErrorCode::InvalidCredentials)
-            }
-        })
-        .await
-        .map_err(|_| ErrorCode::Error)??;
         self.commit(MetadataOp::ChangePassword {
-            id: target.id,
+            id: user_id,
             password_hash,
         })
         .await?;
+        self.end_sessions(user_id, Some(client_id), "password changed");
         Ok(Vec::new())
+    }
+
+    /// Ends the user's sessions (but `except`): they are refused from their next request.
+    fn end_sessions(&self, user_id: u32, except: Option<u32>, why: &'static str) {
+        let ended = self.shard.shared.clients.revoke_user(user_id, except);
+        if ended > 0 {
+            tracing::info!(user_id, sessions = ended, why, "ended the user's sessions");
+        }
     }
 }

@@ -6,6 +6,7 @@ pub mod ports;
 pub mod quic;
 pub mod tcp;
 
+use crate::admission::BodyPermit;
 use crate::clients::ClientEntry;
 use crate::handlers::{self, Response};
 use crate::metrics;
@@ -26,21 +27,112 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// else may be sent before one.
 pub const MAX_UNAUTHENTICATED_PAYLOAD: usize = 64 * 1024;
 
-/// One client session's registration: in the clients table (GetClients/GetMe) and in the
-/// shard's connection count (shutdown waits for it to reach zero). Dropping it undoes both and
-/// takes the client out of its consumer groups, however the connection ended.
+/// Bodies up to this size are read into the connection's own buffer and take no share of the
+/// global in-flight budget (`limits.max_request_bytes_in_flight`): the connection cap bounds them.
+pub const SMALL_BODY_BYTES: usize = 64 * 1024;
+
+/// How often a body waiting for room in the in-flight budget looks again.
+const BUDGET_RETRY: Duration = Duration::from_millis(2);
+
+/// Why a request body is not read. Either way the connection closes afterwards: its body was
+/// not read, so its stream cannot be resynchronised.
+pub enum BodyRefusal {
+    /// Answer with this status first.
+    Status(ErrorCode),
+    /// Close without an answer.
+    Close(&'static str),
+}
+
+/// Decides, before any of it is allocated, whether a request body of `len` bytes may be read:
+/// sessions that have not logged in send at most [`MAX_UNAUTHENTICATED_PAYLOAD`], users who may
+/// send messages nowhere at most `limits.max_request_size_without_send`, and a large body waits
+/// (at most `tcp.read_timeout`) for room in the global in-flight budget. The permit, if any,
+/// must live until the request is handled.
+pub async fn admit_body<'a>(
+    shard: &'a Shard,
+    session: &Session,
+    len: usize,
+) -> Result<Option<BodyPermit<'a>>, BodyRefusal> {
+    let shared = &shard.shared;
+    let Some(user_id) = session.user_id else {
+        if len > MAX_UNAUTHENTICATED_PAYLOAD {
+            // Nothing a session may send before logging in is this large; refusing before the
+            // body arrives keeps anonymous peers from making us reserve megabytes each.
+            return Err(BodyRefusal::Status(ErrorCode::Unauthenticated));
+        }
+        return Ok(None);
+    };
+    let limits = shared.admission.limits();
+    if len as u64 > limits.max_request_size_without_send.0 {
+        let may_send = shard
+            .metadata(|metadata| {
+                metadata
+                    .users
+                    .get(&user_id)
+                    .is_some_and(crate::permissions::may_send_anywhere)
+            })
+            .unwrap_or(false);
+        if !may_send {
+            tracing::warn!(
+                client_id = session.client_id,
+                user_id,
+                bytes = len,
+                limit = "limits.max_request_size_without_send",
+                "request refused before its body was read: the user may send messages nowhere"
+            );
+            return Err(BodyRefusal::Status(ErrorCode::Unauthorized));
+        }
+    }
+    if len <= SMALL_BODY_BYTES {
+        return Ok(None);
+    }
+    let deadline = Instant::now() + shared.config.tcp.read_timeout.0;
+    loop {
+        if let Some(permit) = shared.admission.try_reserve_body(len as u64) {
+            return Ok(Some(permit));
+        }
+        if Instant::now() >= deadline || shard.is_shutting_down() {
+            tracing::warn!(
+                client_id = session.client_id,
+                bytes = len,
+                limit = "limits.max_request_bytes_in_flight",
+                "closing connection: no room for its request body"
+            );
+            return Err(BodyRefusal::Close("limits.max_request_bytes_in_flight"));
+        }
+        compio::time::sleep(BUDGET_RETRY).await;
+    }
+}
+
+/// One client session's registration: its connection slot (`[limits]`), its entry in the
+/// clients table (GetClients/GetMe) and in the shard's connection count (shutdown waits for it
+/// to reach zero). Dropping it undoes all three and takes the client out of its consumer
+/// groups, however the connection ended.
 pub struct Registration {
     shard: Rc<Shard>,
     client_id: u32,
     transport: Transport,
+    address: std::net::IpAddr,
     /// Handed over to another shard, which registered it there: dropping this one only
     /// undoes this shard's counts.
     handed_over: bool,
 }
 
 impl Registration {
-    pub fn new(shard: &Rc<Shard>, peer: SocketAddr, transport: Transport) -> (Self, Session) {
-        let client_id = rill_core::hash::client_id(&peer.to_string());
+    /// Registers a new connection, or names the `[limits]` entry that refuses it (the caller
+    /// closes it; the refusal is logged).
+    pub fn new(
+        shard: &Rc<Shard>,
+        peer: SocketAddr,
+        transport: Transport,
+    ) -> Result<(Self, Session), &'static str> {
+        let admission = &shard.shared.admission;
+        if let Err(limit) = admission.admit_connection(peer.ip()) {
+            admission.log_refusal(peer.ip(), limit);
+            return Err(limit);
+        }
+        let client_id = shard.shared.clients.next_id();
+        let session = Session::new(client_id, peer, transport);
         shard.shared.clients.register(ClientEntry {
             client_id,
             address: peer.to_string(),
@@ -48,18 +140,19 @@ impl Registration {
             user_id: None,
             groups: Vec::new(),
             shard: shard.id,
+            revoked: session.revocation(),
         });
         shard.connections.set(shard.connections.get() + 1);
         shard.metrics.transport(transport).connected();
         tracing::debug!(shard = shard.id, client_id, %peer, ?transport, "client connected");
-        let session = Session::new(client_id, peer, transport);
         let registration = Registration {
             shard: shard.clone(),
             client_id,
             transport,
+            address: peer.ip(),
             handed_over: false,
         };
-        (registration, session)
+        Ok((registration, session))
     }
 
     /// Registers on `shard` a session another shard handed over (see [`tcp::adopt`]).
@@ -71,6 +164,7 @@ impl Registration {
             shard: shard.clone(),
             client_id: session.client_id,
             transport: session.transport,
+            address: session.address.ip(),
             handed_over: false,
         }
     }
@@ -92,6 +186,7 @@ impl Drop for Registration {
         }
         shard.shared.groups.leave_all(self.client_id);
         shard.shared.clients.remove(self.client_id);
+        shard.shared.admission.release_connection(self.address);
         tracing::debug!(
             shard = shard.id,
             client_id = self.client_id,
@@ -100,24 +195,29 @@ impl Drop for Registration {
     }
 }
 
-/// Sessions that have not logged in get `unauthenticated_timeout` from `connected_at`; with
-/// heartbeats verified, logged-in sessions get until their heartbeat deadline; otherwise no limit.
+/// How long a session may wait for its next request. Sessions that have not logged in get
+/// `tcp.unauthenticated_timeout` from `connected_at`; logged-in sessions get the sooner of
+/// their heartbeat deadline (when heartbeats are verified) and `limits.idle_timeout`; None is
+/// no limit.
 pub fn idle_limit(shard: &Shard, session: &Session, connected_at: Instant) -> Option<Duration> {
-    let heartbeat = &shard.shared.config.heartbeat;
-    match session.user_id {
-        Some(_) if heartbeat.enabled => {
-            Some(heartbeat_limit(shard).saturating_sub(session.last_heartbeat.elapsed()))
-        }
-        Some(_) => None,
-        None => Some(
-            shard
-                .shared
-                .config
+    let config = &shard.shared.config;
+    if session.user_id.is_none() {
+        return Some(
+            config
                 .tcp
                 .unauthenticated_timeout
                 .0
                 .saturating_sub(connected_at.elapsed()),
-        ),
+        );
+    }
+    let heartbeat = config
+        .heartbeat
+        .enabled
+        .then(|| heartbeat_limit(shard).saturating_sub(session.last_heartbeat.elapsed()));
+    let idle = config.limits.idle_timeout.get().map(|idle| idle.0);
+    match (heartbeat, idle) {
+        (Some(heartbeat), Some(idle)) => Some(heartbeat.min(idle)),
+        (heartbeat, idle) => heartbeat.or(idle),
     }
 }
 
@@ -232,6 +332,10 @@ pub async fn process_frame(
 ) -> ResponseFrame {
     let started = Instant::now();
     let command_slot = metrics::command_slot(code);
+    if let Err(status) = handlers::gate(session, code) {
+        record(shard, session, command_slot, Some(status), started);
+        return ResponseFrame::error(status);
+    }
     let request = match Request::decode(code, payload) {
         Ok(request) => request,
         Err(error) => {

@@ -15,7 +15,10 @@
 //! that is reset or never finishes only costs its own connection a `read_timeout`.
 
 use super::tcp::read_exact_array;
-use super::{Registration, ResponseFrame, idle_limit, process_request, with_optional_timeout};
+use super::{
+    BodyRefusal, Registration, ResponseFrame, admit_body, idle_limit, process_request,
+    with_optional_timeout,
+};
 use crate::session::Session;
 use crate::shard::Shard;
 use bytes::{Bytes, BytesMut};
@@ -133,7 +136,10 @@ enum Stop {
 
 async fn serve(shard: Rc<Shard>, connection: Connection) {
     let peer = connection.remote_address();
-    let (registration, mut session) = Registration::new(&shard, peer, Transport::Quic);
+    let Ok((registration, mut session)) = Registration::new(&shard, peer, Transport::Quic) else {
+        connection.close(CLOSE_STATUS.into(), b"connection limit reached");
+        return;
+    };
     let stop = serve_streams(&shard, &connection, &mut session).await;
     let client_id = session.client_id;
     match stop {
@@ -235,17 +241,14 @@ async fn serve_stream(
     let metrics = shard.metrics.transport(Transport::Quic);
     let config = &shard.shared.config.tcp;
     let max_send_bytes = config.max_send_messages_size.0 as usize;
-    let anonymous = session.user_id.is_none();
     let receive_window =
         VarInt::from_u64(shard.shared.config.quic.receive_window.0).unwrap_or(VarInt::MAX);
+    let asking = &*session;
     let request = async {
         let header =
             RequestHeader::parse(read_exact_array(&mut recv, [0u8; REQUEST_HEADER_SIZE]).await?);
         metrics.received_bytes.add(REQUEST_HEADER_SIZE as u64);
         let payload_len = match header.payload_len(max_send_bytes) {
-            Ok(len) if anonymous && len > super::MAX_UNAUTHENTICATED_PAYLOAD => {
-                return Ok(Err((header.code, ErrorCode::Unauthenticated)));
-            }
             Ok(len) => len,
             Err(error) => {
                 if let FrameError::TooLarge {
@@ -260,8 +263,12 @@ async fn serve_stream(
                         "frame too large"
                     );
                 }
-                return Ok(Err((header.code, error.code())));
+                return Ok(Err(BodyRefusal::Status(error.code())));
             }
+        };
+        let permit = match admit_body(shard, asking, payload_len).await {
+            Ok(permit) => permit,
+            Err(refusal) => return Ok(Err(refusal)),
         };
         let payload = if payload_len == 0 {
             BytesMut::new()
@@ -269,10 +276,10 @@ async fn serve_stream(
             read_body(&mut recv, connection, receive_window, payload_len).await?
         };
         metrics.received_bytes.add(payload_len as u64);
-        io::Result::Ok(Ok((header.code, payload)))
+        io::Result::Ok(Ok((header.code, payload, permit)))
     };
     let response = match compio::time::timeout(config.read_timeout.0, request).await {
-        Err(_) => {
+        Err(_) | Ok(Ok(Err(BodyRefusal::Close(_)))) => {
             tracing::debug!(
                 client_id = session.client_id,
                 "QUIC request stream timed out"
@@ -286,14 +293,23 @@ async fn serve_stream(
             let _ = send.reset(CLOSE_STATUS.into());
             return None;
         }
-        Ok(Ok(Err((_, status)))) => {
+        Ok(Ok(Err(BodyRefusal::Status(status)))) => {
             // The rest of this stream's bytes are not wanted; other streams are unaffected.
             let _ = recv.stop(CLOSE_STATUS.into());
             ResponseFrame::error(status)
         }
-        Ok(Ok(Ok((code, payload)))) => process_request(shard, session, code, payload).await,
+        Ok(Ok(Ok((code, payload, permit)))) => {
+            let response = process_request(shard, session, code, payload).await;
+            drop(permit);
+            response
+        }
     };
-    let closes = response.status.filter(|_| response.closes_connection());
+    let closes = match response.status {
+        Some(status) if response.closes_connection() => Some(status),
+        // Too many failed logins: the connection ends with the last failure's status.
+        status if session.close_requested => Some(status.unwrap_or(ErrorCode::Unauthenticated)),
+        _ => None,
+    };
     let bytes: usize = response.chunks.iter().map(Bytes::len).sum();
     let mut chunks = response.chunks;
     // A peer that stops reading (flow control) must not pin this connection forever.

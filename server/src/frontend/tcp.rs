@@ -3,7 +3,10 @@
 //! request at a time (protocol.md 1.1). With `[tcp.tls]` on, the same port speaks TLS and the
 //! same frames run inside it (protocol.md 1.5): the code below is generic over the byte stream.
 
-use super::{Registration, ResponseFrame, idle_limit, process_request, with_optional_timeout};
+use super::{
+    BodyRefusal, Registration, ResponseFrame, SMALL_BODY_BYTES, admit_body, idle_limit,
+    process_request, with_optional_timeout,
+};
 use crate::session::Session;
 use crate::shard::Shard;
 use crate::shard::message::ShardMessage;
@@ -24,8 +27,9 @@ use std::pin::pin;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-/// Frames up to this size are read into the connection's reusable buffer.
-const READ_BUFFER_BYTES: usize = 64 * 1024;
+/// The smallest read buffer a connection allocates (on its first request with a body); it
+/// grows to the largest small body the connection sends (see [`SMALL_BODY_BYTES`]).
+const MIN_READ_BUFFER_BYTES: usize = 4096;
 
 pub async fn bind(address: SocketAddr) -> io::Result<TcpListener> {
     let socket = if address.is_ipv4() {
@@ -88,19 +92,18 @@ enum Stop {
     MoveTo(u16),
 }
 
-/// The TLS handshake, bounded like a login: a client that stalls in it is dropped.
+/// A TLS session: admitted, then the handshake, bounded like a login (a client that stalls in
+/// it is dropped), then served where it was accepted (its TLS state cannot move between shards).
 async fn serve_tls(shard: Rc<Shard>, tls: TlsAcceptor, stream: TcpStream, peer: SocketAddr) {
+    let Ok((registration, mut session)) = Registration::new(&shard, peer, Transport::Tcp) else {
+        return;
+    };
     let limit = shard.shared.config.tcp.unauthenticated_timeout.0;
-    match compio::time::timeout(limit, tls.accept(stream)).await {
-        Ok(Ok(stream)) => serve(shard, stream, peer).await,
-        Ok(Err(error)) => tracing::info!(%peer, %error, "TLS handshake failed"),
-        Err(_) => tracing::info!(%peer, "TLS handshake timed out"),
-    }
-}
-
-/// A TLS session: served where it was accepted (its TLS state cannot move between shards).
-async fn serve<S: AsyncRead + AsyncWrite>(shard: Rc<Shard>, mut stream: S, peer: SocketAddr) {
-    let (registration, mut session) = Registration::new(&shard, peer, Transport::Tcp);
+    let mut stream = match compio::time::timeout(limit, tls.accept(stream)).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(error)) => return tracing::info!(%peer, %error, "TLS handshake failed"),
+        Err(_) => return tracing::info!(%peer, "TLS handshake timed out"),
+    };
     let stop = serve_frames(&shard, &mut stream, &mut session, Instant::now(), false).await;
     finish(&shard, stream, &session, stop).await;
     drop(registration);
@@ -108,8 +111,10 @@ async fn serve<S: AsyncRead + AsyncWrite>(shard: Rc<Shard>, mut stream: S, peer:
 
 /// A plain TCP session, which moves to the shard owning the partitions it uses.
 async fn serve_plain(shard: Rc<Shard>, stream: TcpStream, peer: SocketAddr) {
-    let (registration, session) = Registration::new(&shard, peer, Transport::Tcp);
-    serve_movable(shard, stream, registration, session, Instant::now()).await;
+    // Refused: dropping the stream closes it.
+    if let Ok((registration, session)) = Registration::new(&shard, peer, Transport::Tcp) {
+        serve_movable(shard, stream, registration, session, Instant::now()).await;
+    }
 }
 
 /// Serves a session another shard handed over: `socket` is its duplicate of the connection.
@@ -224,33 +229,33 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
 ) -> Stop {
     let config = &shard.shared.config.tcp;
     let max_send_bytes = config.max_send_messages_size.0 as usize;
-    let mut buffer = BytesMut::with_capacity(READ_BUFFER_BYTES);
-    let mut header_bytes = [0u8; REQUEST_HEADER_SIZE];
+    // Allocated by the first request that has a body, not per connection.
+    let mut buffer = BytesMut::new();
     loop {
         if shard.is_shutting_down() {
             return Stop::Shutdown;
         }
-        // Idle wait for the next header: bounded for sessions that have not logged in, and by the
-        // heartbeat deadline when heartbeats are verified.
+        // Idle wait for the next header: bounded for sessions that have not logged in, by the
+        // heartbeat deadline when heartbeats are verified, and by limits.idle_timeout. Once its
+        // first bytes arrive, the rest of the request has tcp.read_timeout.
         let idle_limit = idle_limit(shard, session, connected_at);
-        let read_header = read_exact_array(stream, header_bytes);
         let header = {
             let shutdown = pin!(shard.shutdown_signal.recv_async());
-            let read = pin!(with_optional_timeout(idle_limit, read_header));
+            let read = pin!(read_header(stream, idle_limit, config.read_timeout.0));
             match select(shutdown, read).await {
                 Either::Left(_) => return Stop::Shutdown,
                 Either::Right((read, _)) => read,
             }
         };
         let header = match header {
-            None if session.user_id.is_none() => return Stop::Timeout("login"),
-            None => return Stop::Timeout("heartbeat"),
-            Some(Err(error)) if error.kind() == io::ErrorKind::UnexpectedEof => {
+            Err(HeaderWait::Idle) if session.user_id.is_none() => return Stop::Timeout("login"),
+            Err(HeaderWait::Idle) => return Stop::Timeout("idle session"),
+            Err(HeaderWait::Partial) => return Stop::Timeout("request header"),
+            Err(HeaderWait::Io(error)) if error.kind() == io::ErrorKind::UnexpectedEof => {
                 return Stop::Closed;
             }
-            Some(Err(error)) => return Stop::Error(error),
-            Some(Ok(bytes)) => {
-                header_bytes = bytes;
+            Err(HeaderWait::Io(error)) => return Stop::Error(error),
+            Ok(bytes) => {
                 shard
                     .metrics
                     .transport(Transport::Tcp)
@@ -287,22 +292,19 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
                 return Stop::Closed;
             }
         };
-        if session.user_id.is_none() && payload_len > super::MAX_UNAUTHENTICATED_PAYLOAD {
-            // Nothing a session may send before logging in is this large; refusing before the
-            // body arrives keeps anonymous peers from making us reserve megabytes each.
-            let _ = write_frame(
-                shard,
-                stream,
-                ResponseFrame::error(ErrorCode::Unauthenticated),
-            )
-            .await;
-            return Stop::Closed;
-        }
-        buffer.clear();
-        buffer.reserve(payload_len.max(READ_BUFFER_BYTES));
+        let _permit = match admit_body(shard, session, payload_len).await {
+            Ok(permit) => permit,
+            Err(BodyRefusal::Status(code)) => {
+                let _ = write_frame(shard, stream, ResponseFrame::error(code)).await;
+                return Stop::Closed;
+            }
+            Err(BodyRefusal::Close(limit)) => return Stop::Timeout(limit),
+        };
         let payload = if payload_len == 0 {
             BytesMut::new()
         } else {
+            buffer.clear();
+            buffer.reserve(payload_len.max(MIN_READ_BUFFER_BYTES));
             let read = read_payload(stream, std::mem::take(&mut buffer), payload_len);
             match compio::time::timeout(config.read_timeout.0, read).await {
                 Err(_) => return Stop::Timeout("request body"),
@@ -317,13 +319,19 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
                         .received_bytes
                         .add(payload_len as u64);
                     let payload = filled.split_to(payload_len);
-                    buffer = filled;
+                    // A large body's allocation is not kept for the next small request.
+                    buffer = if payload_len > SMALL_BODY_BYTES {
+                        BytesMut::new()
+                    } else {
+                        filled
+                    };
                     payload
                 }
             }
         };
         let response = process_request(shard, session, header.code, payload).await;
-        let closes = response.closes_connection();
+        drop(_permit);
+        let closes = response.closes_connection() || session.close_requested;
         let response_len: usize = response.chunks.iter().map(|chunk| chunk.len()).sum();
         session
             .affinity
@@ -345,6 +353,46 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
             && !shard.is_shutting_down()
         {
             return Stop::MoveTo(owner);
+        }
+    }
+}
+
+/// Why no request header was read.
+enum HeaderWait {
+    /// Nothing arrived within the idle limit.
+    Idle,
+    /// Part of a header arrived, the rest not within the read timeout.
+    Partial,
+    Io(io::Error),
+}
+
+/// Reads a request header: the wait for its first bytes is bounded by `idle` (None: no bound),
+/// the rest by `rest` (and `idle`), so a peer cannot hold a session open by sending half a
+/// header. One read
+/// in the usual case, where the whole header arrives at once.
+async fn read_header<S: AsyncRead>(
+    stream: &mut S,
+    idle: Option<Duration>,
+    rest: Duration,
+) -> Result<[u8; REQUEST_HEADER_SIZE], HeaderWait> {
+    let first = with_optional_timeout(idle, stream.read([0u8; REQUEST_HEADER_SIZE])).await;
+    let BufResult(read, header) = first.ok_or(HeaderWait::Idle)?;
+    // The rest of a started header never gets longer than the idle limit had left (a session
+    // that has not logged in is still bound by its login deadline).
+    let rest = idle.map_or(rest, |idle| idle.min(rest));
+    let read = read.map_err(HeaderWait::Io)?;
+    if read == 0 {
+        return Err(HeaderWait::Io(io::ErrorKind::UnexpectedEof.into()));
+    }
+    if read == REQUEST_HEADER_SIZE {
+        return Ok(header);
+    }
+    let remainder = stream.read_exact(header.slice(read..));
+    match compio::time::timeout(rest, remainder).await {
+        Err(_) => Err(HeaderWait::Partial),
+        Ok(BufResult(result, slice)) => {
+            result.map_err(HeaderWait::Io)?;
+            Ok(compio::buf::IntoInner::into_inner(slice))
         }
     }
 }

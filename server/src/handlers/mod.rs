@@ -4,6 +4,7 @@
 
 mod access;
 mod groups;
+mod login;
 mod messages;
 mod offsets;
 mod response;
@@ -14,12 +15,35 @@ mod users;
 
 use crate::session::Session;
 use crate::shard::Shard;
+use crate::shard::message::ControlCommand;
 use rill_core::ErrorCode;
-use rill_core::requests::Request;
+use rill_core::requests::{CommandCode, Request};
 
 pub use response::{HandlerResult, Response};
 
-/// Handles one decoded request for `session`.
+/// The gate every request passes before it is even decoded: a session whose user's authority
+/// ended is logged out, and commands other than Ping and the logins need a logged-in session.
+/// Unknown command codes pass, to be refused by the decoder (InvalidCommand).
+pub fn gate(session: &mut Session, code: u32) -> Result<(), ErrorCode> {
+    if session.is_revoked() {
+        // Its user was deleted or deactivated, or changed password in another session: the
+        // control lane already took it out of the clients table.
+        tracing::info!(
+            client_id = session.client_id,
+            user_id = session.user_id,
+            "session logged out: its user's authority ended"
+        );
+        session.log_out();
+    }
+    match CommandCode::from_code(code) {
+        Some(command) if command.requires_authentication() && session.user_id.is_none() => {
+            Err(ErrorCode::Unauthenticated)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Handles one decoded request for `session` (which passed [`gate`]).
 pub async fn handle(shard: &Shard, session: &mut Session, request: Request) -> HandlerResult {
     let command = request.command();
     if command.requires_authentication() && session.user_id.is_none() {
@@ -31,17 +55,17 @@ pub async fn handle(shard: &Shard, session: &mut Session, request: Request) -> H
             session.last_heartbeat = std::time::Instant::now();
             Ok(Response::Empty)
         }
-        Request::LoginUser(request) => users::login(shard, session, request).await,
+        Request::LoginUser(request) => login::login(shard, session, request).await,
         Request::LoginWithPersonalAccessToken(request) => {
-            users::login_with_token(shard, session, request)
+            login::login_with_token(shard, session, request).await
         }
-        Request::LogoutUser(_) => users::logout(shard, session),
+        Request::LogoutUser(_) => login::logout(shard, session),
         Request::GetStats(_) => system::stats(shard, user_id),
         Request::GetMe(_) => system::me(shard, session),
         Request::GetClient(request) => system::client(shard, user_id, request),
         Request::GetClients(_) => system::clients(shard, user_id),
         Request::GetClusterMetadata(_) => system::cluster_metadata(shard),
-        Request::GetSnapshot(request) => snapshot::snapshot(shard, request).await,
+        Request::GetSnapshot(request) => snapshot::snapshot(shard, user_id, request).await,
         Request::GetStream(request) => streams::get_stream(shard, user_id, request),
         Request::GetStreams(_) => streams::get_streams(shard, user_id),
         Request::GetTopic(request) => streams::get_topic(shard, user_id, request),
@@ -67,11 +91,15 @@ pub async fn handle(shard: &Shard, session: &mut Session, request: Request) -> H
         | Request::DeleteUser(_)
         | Request::UpdateUser(_)
         | Request::UpdatePermissions(_)
-        | Request::ChangePassword(_)
         | Request::CreatePersonalAccessToken(_)
-        | Request::DeletePersonalAccessToken(_)) => Ok(Response::from_payload(
-            shard.control(request, user_id).await?,
-        )),
+        | Request::DeletePersonalAccessToken(_)) => {
+            let command = ControlCommand::Request(request);
+            let payload = shard.control(command, session).await?;
+            Ok(Response::from_payload(payload))
+        }
+        Request::ChangePassword(request) => {
+            users::change_password(shard, session, user_id, request).await
+        }
         Request::PurgeStream(request) => streams::purge_stream(shard, user_id, request).await,
         Request::PurgeTopic(request) => streams::purge_topic(shard, user_id, request).await,
         Request::DeleteSegments(request) => {

@@ -2,7 +2,9 @@
 //! server logs, a resource report, the process list and a filesystem overview of the data
 //! directory.
 
+use super::access::check;
 use super::response::{HandlerResult, Response};
+use crate::permissions::Action;
 use crate::shard::Shard;
 use rill_core::ErrorCode;
 use rill_core::requests::GetSnapshot;
@@ -17,8 +19,10 @@ const SERVER_LOGS: u8 = 5;
 const SERVER_CONFIG: u8 = 6;
 const ALL: u8 = 100;
 
-/// Any logged-in user may take a snapshot, as upstream.
-pub async fn snapshot(shard: &Shard, request: GetSnapshot) -> HandlerResult {
+/// A snapshot shows the host's processes, data paths, recent log lines and the configuration:
+/// it needs a server-read permission (upstream 0.8 lets any logged-in user take one).
+pub async fn snapshot(shard: &Shard, user_id: u32, request: GetSnapshot) -> HandlerResult {
+    shard.metadata(|metadata| check(metadata, user_id, Action::ReadServers))??;
     let method = match request.compression {
         1 => zip::CompressionMethod::Stored,
         2 => zip::CompressionMethod::Deflated,

@@ -1,62 +1,14 @@
-//! Login and logout.
-
-use super::response::{HandlerResult, Response};
-use crate::auth::{PASSWORD_LENGTH, USERNAME_LENGTH, verify_password};
-use crate::session::Session;
-use crate::shard::Shard;
-use rill_core::ErrorCode;
-use rill_core::primitives::UserStatus;
-use rill_core::requests::LoginUser;
-use rill_core::responses::IdentityInfo;
-
-pub async fn login(shard: &Shard, session: &mut Session, request: LoginUser) -> HandlerResult {
-    let username = request.username.as_str();
-    if !USERNAME_LENGTH.contains(&username.len()) {
-        return Err(ErrorCode::InvalidUsername);
-    }
-    let password = request.password.0;
-    if !PASSWORD_LENGTH.contains(&password.len()) {
-        return Err(ErrorCode::InvalidPassword);
-    }
-    let user = shard
-        .metadata(|metadata| {
-            metadata
-                .users
-                .values()
-                .find(|user| user.username == username)
-                .cloned()
-        })?
-        .ok_or(ErrorCode::InvalidCredentials)?;
-    // Argon2 takes tens of milliseconds of CPU: keep it off the shard's event loop.
-    let hash = user.password_hash.clone();
-    let verified = shard
-        .shared
-        .password_checks
-        .run(move || verify_password(&password, &hash))
-        .await?;
-    if !verified {
-        return Err(ErrorCode::InvalidCredentials);
-    }
-    if user.status == UserStatus::Inactive {
-        return Err(ErrorCode::UserInactive);
-    }
-    session.user_id = Some(user.id);
-    shard
-        .shared
-        .clients
-        .set_user(session.client_id, Some(user.id));
-    Ok(Response::encoded(&IdentityInfo { user_id: user.id }))
-}
-
-pub fn logout(shard: &Shard, session: &mut Session) -> HandlerResult {
-    session.user_id = None;
-    shard.shared.clients.set_user(session.client_id, None);
-    Ok(Response::Empty)
-}
+//! User reads (GetUser, GetUsers, GetPersonalAccessTokens) and password changes.
 
 use super::access::check;
-use crate::permissions::Action;
-use rill_core::requests::{GetUser, LoginWithPersonalAccessToken};
+use super::response::{HandlerResult, Response};
+use crate::auth::{PASSWORD_LENGTH, hash_password, verify_password};
+use crate::permissions::{Action, ROOT_USER_ID};
+use crate::session::Session;
+use crate::shard::Shard;
+use crate::shard::message::ControlCommand;
+use rill_core::ErrorCode;
+use rill_core::requests::{ChangePassword, GetUser};
 use rill_core::responses::PersonalAccessTokenInfo;
 
 pub fn get_user(shard: &Shard, user_id: u32, request: GetUser) -> HandlerResult {
@@ -83,38 +35,6 @@ pub fn get_users(shard: &Shard, user_id: u32) -> HandlerResult {
     })?
 }
 
-pub fn login_with_token(
-    shard: &Shard,
-    session: &mut Session,
-    request: LoginWithPersonalAccessToken,
-) -> HandlerResult {
-    let token_hash = crate::auth::token_hash(request.token.as_str());
-    let now = crate::time::now_micros();
-    let user = shard.metadata(|metadata| {
-        let token = metadata
-            .tokens
-            .get(&token_hash)
-            .ok_or(ErrorCode::ResourceNotFound)?;
-        if token.expiry_at.is_some_and(|expiry| expiry <= now) {
-            return Err(ErrorCode::PersonalAccessTokenExpired);
-        }
-        metadata
-            .users
-            .get(&token.user_id)
-            .cloned()
-            .ok_or(ErrorCode::ResourceNotFound)
-    })??;
-    if user.status == UserStatus::Inactive {
-        return Err(ErrorCode::UserInactive);
-    }
-    session.user_id = Some(user.id);
-    shard
-        .shared
-        .clients
-        .set_user(session.client_id, Some(user.id));
-    Ok(Response::encoded(&IdentityInfo { user_id: user.id }))
-}
-
 pub fn get_tokens(shard: &Shard, user_id: u32) -> HandlerResult {
     shard.metadata(|metadata| {
         let mut tokens: Vec<_> = metadata
@@ -130,4 +50,52 @@ pub fn get_tokens(shard: &Shard, user_id: u32) -> HandlerResult {
         tokens.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Response::encoded(&tokens))
     })?
+}
+
+/// ChangePassword. The current password is checked and the new one hashed here, on the
+/// caller's shard and its bounded pool of password checks, so a storm of wrong guesses never
+/// holds up shard 0's control lane; the lane then stores the new hash only if the user's hash
+/// is still the one verified, and ends the user's other sessions.
+pub async fn change_password(
+    shard: &Shard,
+    session: &Session,
+    user_id: u32,
+    request: ChangePassword,
+) -> HandlerResult {
+    let current = request.current_password.0;
+    let new = request.new_password.0;
+    if !PASSWORD_LENGTH.contains(&current.len()) || !PASSWORD_LENGTH.contains(&new.len()) {
+        return Err(ErrorCode::InvalidPassword);
+    }
+    let (target, stored) = shard.metadata(|metadata| {
+        let target = metadata
+            .user(&request.user_id)
+            .ok_or(ErrorCode::ResourceNotFound)?;
+        if target.id != user_id {
+            check(metadata, user_id, Action::ManageUsers)?;
+        }
+        if target.id == ROOT_USER_ID && user_id != ROOT_USER_ID {
+            return Err(ErrorCode::Unauthorized);
+        }
+        Ok((target.id, target.password_hash.clone()))
+    })??;
+    let verified_hash = stored.clone();
+    let new_hash = shard
+        .shared
+        .password_checks
+        .run(move || {
+            if verify_password(&current, &stored) {
+                hash_password(&new)
+            } else {
+                Err(ErrorCode::InvalidCredentials)
+            }
+        })
+        .await??;
+    let command = ControlCommand::SetPassword {
+        user_id: target,
+        verified_hash,
+        new_hash,
+    };
+    shard.control(command, session).await?;
+    Ok(Response::Empty)
 }

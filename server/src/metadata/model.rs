@@ -2,7 +2,9 @@
 //! applying [`MetadataOp`]s, the same ops it writes to the metadata log, so replaying the log
 //! rebuilds exactly the state that was acknowledged.
 
-use rill_core::primitives::{CompressionAlgorithm, Identifier, Permissions, UserStatus};
+use rill_core::primitives::{
+    CompressionAlgorithm, Identifier, Permissions, StreamPermissions, TopicPermissions, UserStatus,
+};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -217,6 +219,9 @@ impl Metadata {
             }
             MetadataOp::DeleteStream { id } => {
                 self.streams.remove(id);
+                // Ids are reused: nothing granted on this stream may carry over to the next
+                // stream that gets its id.
+                self.forget_permissions(|stream| stream.stream_id == *id, |_, _| false);
             }
             MetadataOp::CreateTopic {
                 stream_id,
@@ -268,6 +273,10 @@ impl Metadata {
                 if let Some(stream) = self.streams.get_mut(stream_id) {
                     stream.topics.remove(id);
                 }
+                self.forget_permissions(
+                    |_| false,
+                    |stream, topic| stream == *stream_id && topic.topic_id == *id,
+                );
             }
             MetadataOp::CreatePartitions {
                 stream_id,
@@ -362,6 +371,25 @@ impl Metadata {
                 if let Some(topic) = self.topic_mut(*stream_id, *topic_id) {
                     topic.groups.remove(id);
                 }
+            }
+        }
+    }
+
+    /// Removes, from every user, the stream entries `stream` matches and the topic entries
+    /// `topic` matches (given their stream's id).
+    fn forget_permissions(
+        &mut self,
+        stream: impl Fn(&StreamPermissions) -> bool,
+        topic: impl Fn(u32, &TopicPermissions) -> bool,
+    ) {
+        for user in self.users.values_mut() {
+            let Some(permissions) = &mut user.permissions else {
+                continue;
+            };
+            permissions.streams.retain(|entry| !stream(entry));
+            for entry in &mut permissions.streams {
+                let stream_id = entry.stream_id;
+                entry.topics.retain(|entry| !topic(stream_id, entry));
             }
         }
     }
@@ -527,6 +555,49 @@ mod tests {
             created_at: 2,
         });
         assert_eq!(metadata.streams[&0].topics[&0].partitions.len(), 1002);
+    }
+
+    #[test]
+    fn deleting_a_stream_or_topic_removes_every_permission_naming_it() {
+        let topic_entry = |topic_id| TopicPermissions {
+            topic_id,
+            manage_topic: false,
+            read_topic: true,
+            poll_messages: true,
+            send_messages: false,
+        };
+        let stream_entry = |stream_id, topics| StreamPermissions {
+            stream_id,
+            manage_stream: false,
+            read_stream: true,
+            manage_topics: false,
+            read_topics: true,
+            poll_messages: true,
+            send_messages: false,
+            topics,
+        };
+        let mut metadata = Metadata::default();
+        metadata.apply(&MetadataOp::CreateUser(User {
+            id: 1,
+            username: "reader".into(),
+            password_hash: String::new(),
+            status: UserStatus::Active,
+            permissions: Some(Permissions {
+                global: rill_core::primitives::GlobalPermissions::none(),
+                streams: vec![
+                    stream_entry(1, vec![topic_entry(0)]),
+                    stream_entry(2, vec![topic_entry(0), topic_entry(1)]),
+                ],
+            }),
+            created_at: 0,
+        }));
+        metadata.apply(&MetadataOp::DeleteStream { id: 1 });
+        metadata.apply(&MetadataOp::DeleteTopic {
+            stream_id: 2,
+            id: 0,
+        });
+        let streams = &metadata.users[&1].permissions.as_ref().unwrap().streams;
+        assert_eq!(streams, &vec![stream_entry(2, vec![topic_entry(1)])]);
     }
 
     #[test]

@@ -136,10 +136,39 @@ pub enum ShardMessage {
     Stop,
 }
 
-/// A metadata change sent to shard 0's control lane.
+/// A metadata change for shard 0's control lane.
+pub enum ControlCommand {
+    /// A protocol request that changes metadata (streams, topics, users, tokens, groups).
+    Request(Request),
+    /// ChangePassword, verified on the caller's shard: store `new_hash` if the user's hash is
+    /// still `verified_hash` (another change in between fails it with InvalidCredentials).
+    SetPassword {
+        user_id: u32,
+        verified_hash: String,
+        new_hash: String,
+    },
+}
+
+impl ControlCommand {
+    /// The command's name, for logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ControlCommand::Request(request) => request.command().name(),
+            ControlCommand::SetPassword { .. } => "ChangePassword",
+        }
+    }
+}
+
+/// A metadata change sent to shard 0's control lane, with who asked.
 pub struct ControlRequest {
-    pub request: Request,
+    pub command: ControlCommand,
     pub user_id: u32,
+    /// The asking session's client id (a password change keeps that session, ends the others).
+    pub client_id: u32,
+    /// The asking session's revocation flag: a session whose user was deleted or changed
+    /// while its request waited in the lane is refused, never served as a user that reuses
+    /// the id.
+    pub revoked: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub reply: Reply<Vec<u8>>,
 }
 

@@ -18,10 +18,9 @@ use crate::metadata::Metadata;
 use crate::metrics::{Metrics, ShardMetricsHandle};
 use crate::storage::{BufferPool, PartitionConfig};
 use dashmap::DashMap;
-use message::{ControlRequest, ShardMessage, ShardWork, reply_channel};
+use message::{ControlCommand, ControlRequest, ShardMessage, ShardWork, reply_channel};
 use partitions::LocalPartition;
 use rill_core::ErrorCode;
-use rill_core::requests::Request;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -53,6 +52,8 @@ pub struct SharedState {
     pub quic_address: Option<SocketAddr>,
     /// Limits concurrent Argon2id password checks (logins).
     pub password_checks: crate::auth::PasswordChecks,
+    /// Connection slots, the request-body budget and failed-login throttling (`[limits]`).
+    pub admission: crate::admission::Admission,
     /// TLS for the TCP port, when `[tcp.tls]` is on.
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// The address the HTTP endpoint bound, once it listens.
@@ -150,14 +151,20 @@ impl Shard {
     }
 
     /// Sends a metadata change to shard 0's control lane and waits for the encoded response.
-    pub async fn control(&self, request: Request, user_id: u32) -> Result<Vec<u8>, ErrorCode> {
+    pub async fn control(
+        &self,
+        command: ControlCommand,
+        session: &crate::session::Session,
+    ) -> Result<Vec<u8>, ErrorCode> {
         self.metrics.control_forwards.inc();
         let (reply, response) = reply_channel();
         self.shared
             .control
             .send_async(ControlRequest {
-                request,
-                user_id,
+                command,
+                user_id: session.user_id.ok_or(ErrorCode::Unauthenticated)?,
+                client_id: session.client_id,
+                revoked: session.revocation(),
                 reply,
             })
             .await
@@ -208,7 +215,7 @@ impl Shard {
     pub async fn close_partition(&self, key: PartitionKey, delete: bool) -> Result<(), ErrorCode> {
         let partition = self.partitions.borrow_mut().remove(&key);
         if let Some(partition) = partition
-            && let Err(error) = partition.storage().close().await
+            && let Err(error) = partition.close().await
         {
             tracing::warn!(partition = %key, %error, "error closing partition");
         }

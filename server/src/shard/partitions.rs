@@ -37,6 +37,13 @@ pub struct LocalPartition {
     published: Cell<PartitionStats>,
     /// A reopen after a storage failure is in progress (see [`LocalPartition::writable_storage`]).
     reopening: Cell<bool>,
+    /// Orders admin operations against data operations: appends, polls, flushes and offsets
+    /// hold it shared; purge, segment deletion and close hold it exclusively, so a data request
+    /// racing one of them runs wholly before it or wholly after it, against the new state. The
+    /// lock is write-preferring: a steady stream of appends cannot starve a purge.
+    gate: async_lock::RwLock<()>,
+    /// Set by [`LocalPartition::close`]: every later operation answers PartitionNotFound.
+    closed: Cell<bool>,
 }
 
 fn storage_error(error: storage::StorageError) -> ErrorCode {
@@ -100,6 +107,8 @@ impl LocalPartition {
             metrics,
             published: Cell::new(published),
             reopening: Cell::new(false),
+            gate: async_lock::RwLock::new(()),
+            closed: Cell::new(false),
         };
         partition.load_offsets();
         partition.refresh_counters();
@@ -145,8 +154,7 @@ impl LocalPartition {
 
     /// Removes every message and restarts the log at offset 0, as upstream's purge does:
     /// the current log is closed, its segment files deleted and a fresh one created. Consumer
-    /// offsets are cleared by the caller. An append racing the purge fails with the closed
-    /// log's error rather than landing in either log.
+    /// offsets are cleared by the caller, which holds the gate exclusively.
     async fn purge_log(&self) -> Result<(), ErrorCode> {
         // A log stopped by a storage failure is reopened first (it could not be closed).
         let old = self.writable_storage().await?;
@@ -285,7 +293,7 @@ impl LocalPartition {
                 let _ = reply.send(self.store_consumer_offset(consumer, offset).await);
             }
             PartitionCall::GetOffset { consumer, reply } => {
-                let _ = reply.send(Ok(self.consumer_offset(consumer)));
+                let _ = reply.send(self.consumer_offset(consumer));
             }
             PartitionCall::DeleteOffset { consumer, reply } => {
                 let _ = reply.send(self.delete_consumer_offset(consumer).await);
@@ -293,7 +301,36 @@ impl LocalPartition {
         }
     }
 
+    /// Shared access for a data operation, or PartitionNotFound once the partition is closed.
+    async fn shared(&self) -> Result<async_lock::RwLockReadGuard<'_, ()>, ErrorCode> {
+        let guard = self.gate.read().await;
+        if self.closed.get() {
+            return Err(ErrorCode::PartitionNotFound);
+        }
+        Ok(guard)
+    }
+
+    /// Exclusive access for an admin operation, or PartitionNotFound once it is closed.
+    async fn exclusive(&self) -> Result<async_lock::RwLockWriteGuard<'_, ()>, ErrorCode> {
+        let guard = self.gate.write().await;
+        if self.closed.get() {
+            return Err(ErrorCode::PartitionNotFound);
+        }
+        Ok(guard)
+    }
+
+    /// Stops serving the partition: waits for the operations in flight, then closes its log.
+    /// Every later operation answers PartitionNotFound. Closing twice does nothing.
+    pub async fn close(&self) -> Result<(), storage::StorageError> {
+        let _exclusive = self.gate.write().await;
+        if self.closed.replace(true) {
+            return Ok(());
+        }
+        self.storage().close().await
+    }
+
     pub async fn append(&self, batch: MessageBatch) -> Result<(), ErrorCode> {
+        let _shared = self.shared().await?;
         let timestamp = crate::time::now_micros();
         let messages = u64::from(batch.count());
         let started = std::time::Instant::now();
@@ -313,6 +350,7 @@ impl LocalPartition {
     }
 
     pub async fn poll(&self, args: PollArgs) -> Result<Polled, ErrorCode> {
+        let _shared = self.shared().await?;
         let polled = self.read(args).await?;
         let messages = u64::from(polled.count);
         self.metrics.polls.inc();
@@ -324,6 +362,7 @@ impl LocalPartition {
     }
 
     pub async fn flush(&self, fsync: bool) -> Result<(), ErrorCode> {
+        let _shared = self.shared().await?;
         self.writable_storage()
             .await?
             .flush(fsync)
@@ -333,7 +372,44 @@ impl LocalPartition {
         Ok(())
     }
 
+    /// The message saver's periodic write of what `memory` mode buffered.
+    pub async fn save_buffered(&self) {
+        let Ok(_shared) = self.shared().await else {
+            return;
+        };
+        if let Err(error) = self.storage().flush(false).await {
+            tracing::warn!(partition = %self.key, %error, "periodic flush failed");
+        }
+        self.refresh_counters();
+    }
+
+    /// Deletes sealed segments past the topic's message expiry; returns how many.
+    pub async fn apply_expiry(&self, now_micros: u64) -> Result<u32, ErrorCode> {
+        let _shared = self.shared().await?;
+        let outcome = self
+            .storage()
+            .apply_retention(now_micros)
+            .await
+            .map_err(storage_error)?;
+        self.refresh_counters();
+        Ok(outcome.segments_deleted)
+    }
+
+    /// Deletes the oldest sealed segment (the topic is over its max size); returns how many
+    /// were deleted (0: only the active segment is left).
+    pub async fn delete_oldest_segment(&self) -> Result<u32, ErrorCode> {
+        let _exclusive = self.exclusive().await?;
+        let deleted = self
+            .storage()
+            .delete_oldest_segments(1)
+            .await
+            .map_err(storage_error)?;
+        self.refresh_counters();
+        Ok(deleted)
+    }
+
     pub async fn delete_segments(&self, count: u32) -> Result<(), ErrorCode> {
+        let _exclusive = self.exclusive().await?;
         self.storage()
             .delete_oldest_segments(count)
             .await
@@ -344,6 +420,7 @@ impl LocalPartition {
 
     /// Removes every message and every stored offset; the log restarts at offset 0.
     pub async fn purge(&self) -> Result<(), ErrorCode> {
+        let _exclusive = self.exclusive().await?;
         self.purge_log().await?;
         self.offsets.borrow_mut().clear();
         let _ = std::fs::remove_dir_all(self.dir.join("offsets"));
@@ -356,6 +433,7 @@ impl LocalPartition {
         consumer: ConsumerKey,
         offset: u64,
     ) -> Result<(), ErrorCode> {
+        let _shared = self.shared().await?;
         let Some(current) = self.storage().current_offset() else {
             return Err(ErrorCode::InvalidOffset);
         };
@@ -365,15 +443,24 @@ impl LocalPartition {
         self.store_offset(consumer, offset).await
     }
 
-    pub fn consumer_offset(&self, consumer: ConsumerKey) -> Option<StoredOffset> {
-        let stored = self.offsets.borrow().get(&consumer).copied()?;
-        Some(StoredOffset {
+    pub fn consumer_offset(
+        &self,
+        consumer: ConsumerKey,
+    ) -> Result<Option<StoredOffset>, ErrorCode> {
+        if self.closed.get() {
+            return Err(ErrorCode::PartitionNotFound);
+        }
+        let Some(stored) = self.offsets.borrow().get(&consumer).copied() else {
+            return Ok(None);
+        };
+        Ok(Some(StoredOffset {
             current_offset: self.counters.current_offset(),
             stored_offset: stored,
-        })
+        }))
     }
 
     pub async fn delete_consumer_offset(&self, consumer: ConsumerKey) -> Result<(), ErrorCode> {
+        let _shared = self.shared().await?;
         if self.offsets.borrow_mut().remove(&consumer).is_none() {
             return Err(ErrorCode::ConsumerOffsetNotFound);
         }

@@ -151,7 +151,7 @@ impl Target<'_> {
 
     pub async fn offset(self, consumer: ConsumerKey) -> Result<Option<StoredOffset>, ErrorCode> {
         match &self.route {
-            Route::Local(partition) => Ok(partition.consumer_offset(consumer)),
+            Route::Local(partition) => partition.consumer_offset(consumer),
             Route::Remote(owner) => {
                 self.remote(*owner, |reply| PartitionCall::GetOffset { consumer, reply })
                     .await

@@ -15,16 +15,14 @@
 //! An optional second word limits the fault to paths containing it, e.g.
 //! `eio streams/1/topics/1/partitions/1/` hits one partition only. Reads are never failed.
 //!
-//! Why a runtime switch and not a cargo feature: the integration tests run the binary users
-//! run (a feature would need a second server build, doubling build time on small CI machines,
-//! and would test a different binary). When the variable is unset the cost per write is one
-//! acquire load of an initialised `OnceLock` and a predictable branch, next to an io_uring
-//! submission; the file is read only while the variable is set, which nobody does in
-//! production.
+//! Compiled only with the `fault-injection` cargo feature, which the integration test harness
+//! builds its server with (`cargo build -p rill-server --features fault-injection`). A release
+//! build ignores the variable: nobody can make a production broker fail its writes through its
+//! environment. With the feature and the variable unset, the cost per write is one acquire
+//! load of an initialised `OnceLock` and a predictable branch.
 
 use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
 
 /// Names the fault-control file; read once, when the first write or sync asks.
 pub const FAULT_FILE_ENV: &str = "RILL_STORAGE_FAULT_FILE";
@@ -38,23 +36,34 @@ pub(crate) enum FaultPoint {
     Sync,
 }
 
-static FAULT_FILE: OnceLock<Option<PathBuf>> = OnceLock::new();
+#[cfg(feature = "fault-injection")]
+static FAULT_FILE: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
 
 /// The error to fail this operation on `path` with, if a fault is switched on.
+#[cfg(feature = "fault-injection")]
 #[inline]
 pub(crate) fn injected(point: FaultPoint, path: &Path) -> Option<io::Error> {
     let control = FAULT_FILE
-        .get_or_init(|| std::env::var_os(FAULT_FILE_ENV).map(PathBuf::from))
+        .get_or_init(|| std::env::var_os(FAULT_FILE_ENV).map(std::path::PathBuf::from))
         .as_deref()?;
     injected_from(control, point, path)
 }
 
+/// Without the `fault-injection` feature no fault is ever injected.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub(crate) fn injected(_point: FaultPoint, _path: &Path) -> Option<io::Error> {
+    None
+}
+
+#[cfg(feature = "fault-injection")]
 #[cold]
 fn injected_from(control: &Path, point: FaultPoint, path: &Path) -> Option<io::Error> {
     let spec = std::fs::read_to_string(control).ok()?;
     parse(&spec, point, path)
 }
 
+#[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
 fn parse(spec: &str, point: FaultPoint, path: &Path) -> Option<io::Error> {
     let mut words = spec.split_whitespace();
     let errno = match (words.next()?, point) {

@@ -21,7 +21,7 @@
 //! | `pool.rs` | `AlignedBuf`, `BufferPool` (per shard, power-of-two classes 4 KiB..=64 MiB), `PooledBuf` |
 //! | `config.rs` | `AckMode`, `PartitionConfig` and limits |
 //! | `error.rs` | `StorageError` and its wire status code |
-//! | `fault.rs` | fault injection for tests of the real binary (`RILL_STORAGE_FAULT_FILE`) |
+//! | `fault.rs` | fault injection for tests of the real binary (`RILL_STORAGE_FAULT_FILE`, with the `fault-injection` feature only) |
 //! | `wait.rs` | single-threaded wait lists and a two-future join |
 //!
 //! # On-disk layout
