@@ -10,10 +10,11 @@
 # The host binaries must run on bookworm's glibc (2.36): build them on Debian 12 or older.
 # .dockerignore lets only target/release/iggy-server and target/release/iggy into the context.
 #
-# Run it (see README.md, "Docker"; io_uring needs the seccomp profile on Docker Engine 25+):
+# Run it (see README.md, "Docker"): it serves on any engine; on Docker Engine 25+ add the seccomp
+# profile for io_uring (otherwise it runs on the readiness driver and says so):
 #   docker run -d -p 8090:8090 -v iggy-data:/data --stop-timeout 30 \
 #     --security-opt seccomp=docker/seccomp-io-uring.json --ulimit memlock=-1:-1 \
-#     -e IGGY_ROOT_USERNAME=iggy -e IGGY_ROOT_PASSWORD=change-me rill/iggy-server
+#     -e IGGY_ROOT_PASSWORD=change-me rill/iggy-server
 
 # Path, inside the build context, of prebuilt `iggy-server` and `iggy`; empty = compile here.
 ARG HOST_BINARIES=

@@ -8,12 +8,14 @@
 #  2. builds iggy-server and iggy on the host, then the image with HOST_BINARIES=target/release
 #     (so no Rust image is needed), and checks it: non-root, /data volume, ports, env, config;
 #  3. io_uring: under Docker's default seccomp profile (Engine 25+: ours without the io_uring
-#     syscalls) the server exits 1 with its io_uring error; under the engine's built-in default it
-#     either serves or explains;
-#  4. starts a container with docker/seccomp-io-uring.json and a volume, sends and polls messages
+#     syscalls) the server serves on the readiness driver and says why, and with
+#     IGGY_SYSTEM_IO_DRIVER=io_uring refuses to start with its io_uring error; under the engine's
+#     built-in default it serves with no option;
+#  4. starts a container with docker/seccomp-io-uring.json (io_uring) and a volume, sends and polls messages
 #     from the host with the CLI, replaces the container on the same volume, restarts it, and
 #     polls the messages again each time;
-#  5. `docker compose up` with docker/docker-compose.yml until its healthcheck reports healthy.
+#  5. `docker compose up` with docker/docker-compose.yml, with and without
+#     docker/docker-compose.io-uring.yml, until its healthcheck reports healthy each time.
 # Everything it creates (containers, volumes, networks) is removed on exit; the base image, the
 # test image (rill/iggy-server:docker-test) and the rootfs cache are kept for the next run.
 # Without a reachable Docker engine it prints "skipping Docker test: ..." and exits 0.
@@ -302,42 +304,53 @@ if command -v python3 >/dev/null 2>&1; then
 fi
 volumes+=("$run_id-scratch")
 docker volume create "$run_id-scratch" >/dev/null
-containers+=("$run_id-blocked")
+
+# With io_uring blocked, the default (system.io_driver = "auto") serves on the readiness driver
+# and says why in one WARN line; messages go through.
+blocked=(--security-opt "seccomp=$work/seccomp-default.json")
+run_server "$run_id-blocked" "$run_id-scratch" "${blocked[@]}" "${ulimits[@]}"
+wait_for_server "$run_id-blocked"
+blocked_logs=$(docker logs "$run_id-blocked" 2>&1)
+grep -q "io_uring is not available" <<<"$blocked_logs" ||
+    fail "with io_uring blocked the server did not say why it falls back: $blocked_logs"
+grep -q "docker/seccomp-io-uring.json" <<<"$blocked_logs" ||
+    fail "the fallback WARN does not say how to get io_uring back: $blocked_logs"
+grep -q "listening for TCP connections.*io_driver=polling" <<<"$blocked_logs" ||
+    fail "with io_uring blocked the start-up line does not say io_driver=polling: $blocked_logs"
+blocked_port=$(host_port "$run_id-blocked")
+iggy_cli "$blocked_port" stream create blocked-test >/dev/null || fail "stream create (polling) failed"
+iggy_cli "$blocked_port" topic create blocked-test events 1 none >/dev/null || fail "topic create (polling) failed"
+iggy_cli "$blocked_port" message send --partition-id 0 blocked-test events "on-epoll-$$" >/dev/null ||
+    fail "message send (polling) failed"
+iggy_cli "$blocked_port" message poll --offset 0 --message-count 10 blocked-test events 0 2>&1 |
+    grep -q "on-epoll-$$" || fail "the message sent on the readiness driver was not polled back"
+say "Docker's default seccomp profile (Engine 25+, io_uring blocked): serves on the readiness driver;" \
+    "'$(grep -m1 -o 'io_uring is not available ([^)]*)' <<<"$blocked_logs")'"
+docker rm --force "$run_id-blocked" >/dev/null
+
+# Requiring io_uring where it is blocked refuses to start, with the reason and the way out.
+containers+=("$run_id-required")
 set +e
-blocked_output=$(timeout 60 docker run --name "$run_id-blocked" -v "$run_id-scratch:/data" \
-    --security-opt "seccomp=$work/seccomp-default.json" "${ulimits[@]}" \
+required_output=$(timeout 60 docker run --name "$run_id-required" -v "$run_id-scratch:/data" \
+    "${blocked[@]}" "${ulimits[@]}" -e IGGY_SYSTEM_IO_DRIVER=io_uring \
     -e IGGY_ROOT_USERNAME="$user" -e IGGY_ROOT_PASSWORD="$password" "$image" 2>&1)
-blocked_status=$?
+required_status=$?
 set -e
-if ! grep -q "cannot start an io_uring runtime" <<<"$blocked_output" ||
-    ! grep -q "docker/seccomp-io-uring.json" <<<"$blocked_output"; then
-    fail "with io_uring blocked the server did not print its io_uring error (exit $blocked_status): $blocked_output"
+if ! grep -q "cannot start an io_uring runtime" <<<"$required_output" ||
+    ! grep -q "docker/seccomp-io-uring.json" <<<"$required_output"; then
+    fail "io_driver=io_uring with io_uring blocked did not print its error (exit $required_status): $required_output"
 fi
-((blocked_status == 1)) ||
-    fail "with io_uring blocked the server exited with $blocked_status, expected 1: $blocked_output"
-say "Docker's default seccomp profile (Engine 25+): exit 1 and" \
-    "'$(grep -m1 -o 'cannot start an io_uring runtime: [^.]*' <<<"$blocked_output")... docker/seccomp-io-uring.json ...'"
+((required_status != 0)) || fail "io_driver=io_uring with io_uring blocked exited 0: $required_output"
+say "IGGY_SYSTEM_IO_DRIVER=io_uring with io_uring blocked: exit $required_status and" \
+    "'$(grep -m1 -o 'cannot start an io_uring runtime: [^.]*' <<<"$required_output")'"
 
 # The engine's built-in profile (no --security-opt) blocks io_uring from Engine 25 on and allows
-# it before. Either way the server must serve or explain, never crash.
+# it before: the server serves either way, on whichever driver it can.
 engine_version=$(docker version --format '{{.Server.Version}}' 2>/dev/null || echo unknown)
 run_server "$run_id-engine-default" "$run_id-scratch" "${ulimits[@]}"
-logs=""
-for _ in $(seq 1 60); do
-    state=$(docker inspect --format '{{.State.Running}}' "$run_id-engine-default")
-    logs=$(docker logs "$run_id-engine-default" 2>&1)
-    [[ $state != true ]] && break
-    grep -q "iggy-server is listening" <<<"$logs" && break
-    sleep 0.5
-done
-if grep -q "iggy-server is listening" <<<"$logs"; then
-    say "engine $engine_version's built-in seccomp profile allows io_uring: the server serves without the profile"
-elif grep -q "docker/seccomp-io-uring.json" <<<"$logs"; then
-    say "engine $engine_version's built-in seccomp profile blocks io_uring: the server explains and exits"
-else
-    printf '%s\n' "$logs" >&2
-    fail "under engine $engine_version's built-in profile the server neither served nor explained"
-fi
+wait_for_server "$run_id-engine-default"
+engine_driver=$(docker logs "$run_id-engine-default" 2>&1 | grep -o 'io_driver=[a-z_]*' | tail -1)
+say "engine $engine_version's built-in seccomp profile: the server serves with no option ($engine_driver)"
 docker rm --force "$run_id-engine-default" >/dev/null
 
 # --- 4. a container with the profile and a volume, driven from the host --------------------------
@@ -349,6 +362,8 @@ seccomp=(--security-opt "seccomp=$root/docker/seccomp-io-uring.json")
 run_server "$run_id-1" "$volume" "${seccomp[@]}" "${ulimits[@]}"
 wait_for_server "$run_id-1"
 port=$(host_port "$run_id-1")
+docker logs "$run_id-1" 2>&1 | grep -q "listening for TCP connections.*io_driver=io_uring" ||
+    fail "with docker/seccomp-io-uring.json the server does not run on io_uring: $(docker logs "$run_id-1" 2>&1)"
 say "server serving in container $run_id-1 (io_uring via docker/seccomp-io-uring.json) on 127.0.0.1:$port"
 
 # Shards pin themselves to one CPU each, with no added capability.
@@ -408,31 +423,44 @@ if (cd docker && env -u IGGY_ROOT_PASSWORD IGGY_IMAGE=$image "${compose[@]}" con
     fail "compose accepted a configuration without IGGY_ROOT_PASSWORD"
 fi
 grep -q "IGGY_ROOT_PASSWORD" "$work/compose-nopass.log" || fail "compose's refusal does not name IGGY_ROOT_PASSWORD"
-say "${compose[*]} up -d with docker/docker-compose.yml (project $compose_project)"
-if ! (
-    cd docker
-    export COMPOSE_PROJECT_NAME=$compose_project IGGY_IMAGE=$image IGGY_PUBLISH_ADDRESS=127.0.0.1 \
-        IGGY_TCP_PORT="" IGGY_QUIC_PORT="" IGGY_HTTP_PORT="" IGGY_MEMLOCK=$memlock IGGY_NOFILE=$nofile \
-        IGGY_ROOT_USERNAME=$user IGGY_ROOT_PASSWORD=$password
-    "${compose[@]}" up -d --no-build
-) >"$work/compose.log" 2>&1; then
-    cat "$work/compose.log" >&2
-    fail "${compose[*]} up failed"
-fi
-container=$(docker ps --all --quiet --filter "label=com.docker.compose.project=$compose_project" | head -1)
-[[ -n $container ]] || fail "compose started no container"
-health=""
-for _ in $(seq 1 90); do
-    health=$(docker inspect --format '{{if .State.Health}}{{.State.Health.Status}}{{end}}' "$container")
-    [[ $health == healthy || $health == unhealthy ]] && break
-    sleep 1
-done
-if [[ $health != healthy ]]; then
-    docker inspect --format '{{json .State.Health}}' "$container" >&2 || true
-    docker logs "$container" >&2 || true
-    fail "the compose service's health is '$health', expected healthy"
-fi
-port=$(host_port "$container")
-iggy_cli "$port" ping >/dev/null || fail "ping to the compose service's published port failed"
-say "compose service healthy (healthcheck: iggy ping with the root credentials);" \
-    "ping from the host via 127.0.0.1:$port ok"
+# compose_up FILE...: `compose up` with these files until the service is healthy; prints the
+# container's id. The same project each time: a later call replaces the earlier service.
+compose_up() {
+    local files=() file container health
+    for file in "$@"; do files+=(-f "$file"); done
+    if ! (
+        cd docker
+        export COMPOSE_PROJECT_NAME=$compose_project IGGY_IMAGE=$image IGGY_PUBLISH_ADDRESS=127.0.0.1 \
+            IGGY_TCP_PORT="" IGGY_QUIC_PORT="" IGGY_HTTP_PORT="" IGGY_MEMLOCK=$memlock IGGY_NOFILE=$nofile \
+            IGGY_ROOT_USERNAME=$user IGGY_ROOT_PASSWORD=$password
+        "${compose[@]}" "${files[@]}" up -d --no-build --force-recreate
+    ) >"$work/compose.log" 2>&1; then
+        cat "$work/compose.log" >&2
+        fail "${compose[*]} ${files[*]} up failed"
+    fi
+    container=$(docker ps --all --quiet --filter "label=com.docker.compose.project=$compose_project" | head -1)
+    [[ -n $container ]] || fail "compose started no container"
+    health=""
+    for _ in $(seq 1 90); do
+        health=$(docker inspect --format '{{if .State.Health}}{{.State.Health.Status}}{{end}}' "$container")
+        [[ $health == healthy || $health == unhealthy ]] && break
+        sleep 1
+    done
+    if [[ $health != healthy ]]; then
+        docker inspect --format '{{json .State.Health}}' "$container" >&2 || true
+        docker logs "$container" >&2 || true
+        fail "the compose service's health is '$health', expected healthy"
+    fi
+    iggy_cli "$(host_port "$container")" ping >/dev/null || fail "ping to the compose service's published port failed"
+    echo "$container"
+}
+
+say "${compose[*]} up -d with docker/docker-compose.yml and docker-compose.io-uring.yml (project $compose_project)"
+container=$(compose_up docker-compose.yml docker-compose.io-uring.yml)
+docker logs "$container" 2>&1 | grep -q "listening for TCP connections.*io_driver=io_uring" ||
+    fail "compose with docker-compose.io-uring.yml does not run on io_uring"
+say "compose with the io_uring profile: healthy (healthcheck: iggy ping with the root credentials), io_driver=io_uring"
+say "${compose[*]} up -d with docker/docker-compose.yml alone (Docker's default seccomp profile)"
+container=$(compose_up docker-compose.yml)
+compose_driver=$(docker logs "$container" 2>&1 | grep -o 'io_driver=[a-z_]*' | tail -1)
+say "compose without the profile: healthy, $compose_driver"

@@ -49,6 +49,7 @@ LAYERS = [
             "system_info",
             "tls",
             "layout",
+            "io_driver",
         ],
     ),
     (

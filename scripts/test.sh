@@ -24,6 +24,12 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "tests"
 cargo test --workspace --locked --no-fail-fast
 
+step "storage, front-end and shutdown tests again on the readiness driver (system.io_driver = polling)"
+RILL_TEST_IO_DRIVER=polling cargo test -p rill-integration --locked --no-fail-fast \
+    --test io_drivers --test restart_durability --test reliability_crash_cycles \
+    --test reliability_disk_faults --test segments_flush_and_retention --test quic_and_tls \
+    --test malformed_frames --test four_shards --test consumer_offsets
+
 if [[ -x scripts/fuzz.sh ]]; then
     step "fuzzing (bounded)"
     scripts/fuzz.sh "${FUZZ_SECONDS:-20}"

@@ -10,6 +10,8 @@
 //! - `IGGY_SERVER_BIN`: server binary to test instead of building `target/debug/iggy-server`.
 //! - `IGGY_TEST_MAX_SERVERS`: how many servers one test process runs at once (default 2).
 //! - `IGGY_TEST_SHOW_LOG`: print each server's log when its test ends, even if it passed.
+//! - `RILL_TEST_IO_DRIVER`: every server runs on this `system.io_driver` (`polling` exercises the
+//!   fallback used where io_uring is refused).
 //! - `IGGY_CLI_BIN`: the official CLI for `tests/official_cli.rs` (default `$CARGO_HOME/bin/iggy`,
 //!   installed by `scripts/install-iggy-cli.sh`).
 //!

@@ -40,6 +40,9 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(20);
 const KILL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Set this environment variable to see the server log of passing tests too.
 pub const SHOW_LOG_ENV: &str = "IGGY_TEST_SHOW_LOG";
+
+/// Runs every test server on this `system.io_driver` (`auto`, `io_uring` or `polling`).
+pub const IO_DRIVER_ENV: &str = "RILL_TEST_IO_DRIVER";
 /// Lines of the server log shown in failure messages.
 const LOG_TAIL_LINES: usize = 60;
 
@@ -232,6 +235,13 @@ impl TestServer {
             )
             .env("IGGY_ROOT_USERNAME", ROOT_USERNAME)
             .env("IGGY_ROOT_PASSWORD", ROOT_PASSWORD)
+            // The whole suite, or part of it, on another I/O driver (scripts/test.sh runs the
+            // storage, front-end and shutdown tests again with "polling").
+            .envs(
+                std::env::var(IO_DRIVER_ENV)
+                    .ok()
+                    .map(|driver| ("IGGY_SYSTEM_IO_DRIVER", driver)),
+            )
             .envs(
                 self.options
                     .env

@@ -426,3 +426,92 @@ async fn client_ids_are_unique_per_session_even_from_one_address() {
     );
     assert_eq!(tcp.request(GET_ME, &[]).status, status::OK);
 }
+
+#[tokio::test]
+async fn existence_is_not_revealed_to_those_who_may_not_read_it() {
+    // Proves the low findings: GetStream/GetTopic/GetUser of a missing object answered an empty
+    // OK while an existing one answered 41, and "already exists" came before the permission
+    // check. A user who may not read an object now gets 41 whether it exists or not.
+    let server = TestServer::start(ServerOptions::new());
+    let root = root_client(&server).await;
+    let secret = create_stream(&root, "secret").await;
+    create_topic(&root, secret, "t", 1).await;
+    root.create_user(
+        "outsider",
+        PASSWORD,
+        UserStatus::Active,
+        Some(global_only(no_global())),
+    )
+    .await
+    .unwrap();
+    let mut reader = no_global();
+    reader.read_streams = true;
+    reader.read_users = true;
+    root.create_user(
+        "reader",
+        PASSWORD,
+        UserStatus::Active,
+        Some(global_only(reader)),
+    )
+    .await
+    .unwrap();
+    let outsider = login_client(&server, "outsider", PASSWORD).await;
+    let reader = login_client(&server, "reader", PASSWORD).await;
+    let missing = secret + 40;
+
+    for (what, result) in [
+        (
+            "existing stream",
+            code_of(&outsider.get_stream(&id(secret)).await),
+        ),
+        (
+            "missing stream",
+            code_of(&outsider.get_stream(&id(missing)).await),
+        ),
+        (
+            "missing named stream",
+            code_of(
+                &outsider
+                    .get_stream(&Identifier::named("nope").unwrap())
+                    .await,
+            ),
+        ),
+        (
+            "existing topic",
+            code_of(&outsider.get_topic(&id(secret), &id(0)).await),
+        ),
+        (
+            "missing topic",
+            code_of(&outsider.get_topic(&id(secret), &id(9)).await),
+        ),
+        (
+            "topic of a missing stream",
+            code_of(&outsider.get_topic(&id(missing), &id(0)).await),
+        ),
+        (
+            "topics of a missing stream",
+            code_of(&outsider.get_topics(&id(missing)).await),
+        ),
+        ("missing user", code_of(&outsider.get_user(&id(77)).await)),
+        (
+            "existing stream name",
+            code_of(&outsider.create_stream("secret").await),
+        ),
+        (
+            "new stream name",
+            code_of(&outsider.create_stream("fresh").await),
+        ),
+    ] {
+        assert_eq!(result, 41, "{what}: the outsider learns nothing");
+    }
+    // Those who may read see absence as before: an empty answer.
+    assert!(reader.get_stream(&id(missing)).await.unwrap().is_none());
+    assert!(
+        reader
+            .get_topic(&id(secret), &id(9))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(reader.get_user(&id(77)).await.unwrap().is_none());
+}

@@ -244,7 +244,11 @@ fn route(endpoint: &Endpoint, path: &str, head: &str) -> Reply {
                 status: 200,
                 reason: "OK",
                 content_type: "application/json",
-                body: crate::stats::stats_json(&stats).to_string().into_bytes(),
+                body: {
+                    let mut json = crate::stats::stats_json(&stats);
+                    json["io_driver"] = io_driver(&endpoint.shared).into();
+                    json.to_string().into_bytes()
+                },
             },
             None => Reply::text(503, "Service Unavailable", "shutting down\n"),
         },
@@ -359,7 +363,18 @@ fn metrics_page(endpoint: &Endpoint) -> String {
         top_partitions,
         rings,
         process: exposition::process_figures(shared.started_at_micros),
+        io_driver: io_driver(shared),
     })
+}
+
+/// The driver the shards run on (the planned one until a shard has started).
+fn io_driver(shared: &SharedState) -> &'static str {
+    shared
+        .io_driver
+        .get()
+        .copied()
+        .unwrap_or(shared.io_plan.driver)
+        .name()
 }
 
 fn prometheus_client_eof() -> String {

@@ -17,6 +17,7 @@ pub mod frontend;
 pub mod groups;
 pub mod handlers;
 pub mod http;
+pub mod io_driver;
 pub mod layout;
 pub mod limits;
 pub mod logging;

@@ -78,6 +78,10 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
         .resolve(&allowed_cpus())
         .map_err(|error| format!("system.sharding.cpu_allocation: {error}"))?;
     let shard_count = u16::try_from(placements.len()).map_err(|_| "too many shards".to_string())?;
+    let io_plan = crate::io_driver::plan(config.system.io_driver)?;
+    if let Some(warning) = &io_plan.fallback {
+        tracing::warn!("{warning}");
+    }
 
     let shards_table = ShardsTable::new();
     for key in partition_keys(&recovered.metadata) {
@@ -104,6 +108,7 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
         .unzip();
     let (control_sender, control_receiver) = flume::bounded(CONTROL_CAPACITY);
     let admission = crate::admission::Admission::new(config.limits.clone());
+    let io_driver = io_plan.driver;
     let shared = Arc::new(SharedState {
         config,
         shard_count,
@@ -121,6 +126,8 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
         tls: frontends.tls,
         password_checks: crate::auth::PasswordChecks::new(usize::from(shard_count)),
         admission,
+        io_plan,
+        io_driver: OnceLock::new(),
         http_address: OnceLock::new(),
         metrics: Arc::new(crate::metrics::Metrics::new(shard_count)),
     });
@@ -189,7 +196,8 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
                     if let Some(quic) = shared.quic_address {
                         tracing::info!(address = %quic, shards = shard_count, "iggy-server is listening for QUIC connections");
                     }
-                    tracing::info!(%address, tls = shared.tls.is_some(), shards = shard_count, "iggy-server is listening for TCP connections");
+                    let io_driver = shared.io_driver.get().copied().unwrap_or(io_driver);
+                    tracing::info!(%address, tls = shared.tls.is_some(), shards = shard_count, %io_driver, "iggy-server is listening for TCP connections");
                 }
             }
             Event::Failed(id, error) => {
@@ -307,19 +315,6 @@ fn block_termination_signals() -> Result<nix::sys::signal::SigSet, String> {
     Ok(set)
 }
 
-/// Builds a shard's io_uring runtime, or explains why io_uring is not available.
-fn build_runtime() -> Result<compio::runtime::Runtime, String> {
-    let mut proactor = compio::driver::ProactorBuilder::new();
-    proactor.capacity(4096);
-    compio::runtime::RuntimeBuilder::new().with_proactor(proactor).build().map_err(|error| {
-        format!(
-            "cannot start an io_uring runtime: {error}. io_uring is required. Check that the kernel allows it \
-             (sysctl kernel.io_uring_disabled must be 0), that RLIMIT_MEMLOCK is not too low, and, in a container, \
-             run with the seccomp profile in docker/seccomp-io-uring.json (Docker's default profile blocks io_uring)"
-        )
-    })
-}
-
 type ControlParts = (
     left_right::WriteHandle<Metadata, MetadataOp>,
     flume::Receiver<ControlRequest>,
@@ -424,12 +419,21 @@ fn shard_main(
     events: &mpsc::Sender<Event>,
 ) -> Result<(), String> {
     pin_current_thread(placement).map_err(|error| format!("cannot pin shard {id}: {error}"))?;
-    let runtime = build_runtime()?;
-    // The ring's fd lets the scraper read its submission and completion counters (fdinfo).
-    shared.metrics.shards[id as usize].ring_fd.store(
-        std::os::fd::AsRawFd::as_raw_fd(&runtime),
-        std::sync::atomic::Ordering::Relaxed,
-    );
+    let runtime = crate::io_driver::build_runtime(&shared.io_plan)?;
+    let driver = crate::io_driver::driver_of(&runtime);
+    if driver != shared.io_plan.driver {
+        // compio's own check: the kernel's io_uring lacks an operation it needs.
+        tracing::warn!(shard = id, planned = %shared.io_plan.driver, %driver, "the shard runs on another I/O driver than planned");
+    }
+    let _ = shared.io_driver.set(driver);
+    if driver == crate::io_driver::IoDriver::IoUring {
+        // The ring's fd lets the scraper read its submission and completion counters (fdinfo);
+        // the readiness driver's fd is an epoll instance, which has none.
+        shared.metrics.shards[id as usize].ring_fd.store(
+            std::os::fd::AsRawFd::as_raw_fd(&runtime),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
     runtime.block_on(async move {
         let shard = Rc::new(Shard::new(id, shared.clone()));
         compio::runtime::spawn(serve_inbox(shard.clone(), inbox)).detach();

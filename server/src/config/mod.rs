@@ -36,6 +36,7 @@ pub struct Config {
 #[serde(deny_unknown_fields)]
 pub struct SystemConfig {
     pub path: PathBuf,
+    pub io_driver: crate::io_driver::IoDriverSetting,
     pub sharding: ShardingConfig,
     pub segment: SegmentConfig,
     pub partition: PartitionDefaults,

@@ -1,6 +1,6 @@
 //! Consumer group reads, join and leave.
 
-use super::access::{check, resolve};
+use super::access::{absent, check, resolve};
 use super::response::{HandlerResult, Response};
 use crate::groups::GroupKey;
 use crate::permissions::Action;
@@ -40,12 +40,17 @@ fn group_info(
 pub fn get_group(shard: &Shard, user_id: u32, request: GetConsumerGroup) -> HandlerResult {
     shard.metadata(|metadata| {
         let Ok((stream, topic)) = resolve(metadata, &request.stream_id, &request.topic_id) else {
-            return Ok(Response::Empty);
+            return absent(
+                metadata,
+                user_id,
+                &request.stream_id,
+                Some(&request.topic_id),
+            );
         };
+        check(metadata, user_id, Action::ReadTopic(stream.id, topic.id))?;
         let Some(group) = topic.group(&request.group_id) else {
             return Ok(Response::Empty);
         };
-        check(metadata, user_id, Action::ReadTopic(stream.id, topic.id))?;
         let key = GroupKey {
             stream_id: stream.id,
             topic_id: topic.id,
@@ -63,7 +68,12 @@ pub fn get_group(shard: &Shard, user_id: u32, request: GetConsumerGroup) -> Hand
 pub fn get_groups(shard: &Shard, user_id: u32, request: GetConsumerGroups) -> HandlerResult {
     shard.metadata(|metadata| {
         let Ok((stream, topic)) = resolve(metadata, &request.stream_id, &request.topic_id) else {
-            return Ok(Response::Empty);
+            return absent(
+                metadata,
+                user_id,
+                &request.stream_id,
+                Some(&request.topic_id),
+            );
         };
         check(metadata, user_id, Action::ReadTopic(stream.id, topic.id))?;
         let groups: Vec<_> = topic

@@ -1,6 +1,6 @@
 //! Stream and topic reads, and purges.
 
-use super::access::{check, resolve};
+use super::access::{absent, check, resolve};
 use super::response::{HandlerResult, Response};
 use crate::permissions::Action;
 use crate::shard::Shard;
@@ -13,7 +13,7 @@ pub fn get_stream(shard: &Shard, user_id: u32, request: GetStream) -> HandlerRes
     let table = &shard.shared.shards_table;
     shard.metadata(|metadata| {
         let Some(stream) = metadata.stream(&request.stream_id) else {
-            return Ok(Response::Empty);
+            return absent(metadata, user_id, &request.stream_id, None);
         };
         check(metadata, user_id, Action::ReadStream(stream.id))?;
         Ok(Response::encoded(&views::stream_details(table, stream)))
@@ -37,7 +37,12 @@ pub fn get_topic(shard: &Shard, user_id: u32, request: GetTopic) -> HandlerResul
     let table = &shard.shared.shards_table;
     shard.metadata(|metadata| {
         let Ok((stream, topic)) = resolve(metadata, &request.stream_id, &request.topic_id) else {
-            return Ok(Response::Empty);
+            return absent(
+                metadata,
+                user_id,
+                &request.stream_id,
+                Some(&request.topic_id),
+            );
         };
         check(metadata, user_id, Action::ReadTopic(stream.id, topic.id))?;
         Ok(Response::encoded(&views::topic_details(
@@ -50,7 +55,7 @@ pub fn get_topics(shard: &Shard, user_id: u32, request: GetTopics) -> HandlerRes
     let table = &shard.shared.shards_table;
     shard.metadata(|metadata| {
         let Some(stream) = metadata.stream(&request.stream_id) else {
-            return Ok(Response::Empty);
+            return absent(metadata, user_id, &request.stream_id, None);
         };
         check(metadata, user_id, Action::ReadTopics(stream.id))?;
         let topics: Vec<_> = stream

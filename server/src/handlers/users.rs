@@ -14,6 +14,8 @@ use rill_core::responses::PersonalAccessTokenInfo;
 pub fn get_user(shard: &Shard, user_id: u32, request: GetUser) -> HandlerResult {
     shard.metadata(|metadata| {
         let Some(user) = metadata.user(&request.user_id) else {
+            // Only those who may read users learn that one does not exist.
+            check(metadata, user_id, Action::ReadUsers)?;
             return Ok(Response::Empty);
         };
         if user.id != user_id {

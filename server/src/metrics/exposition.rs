@@ -90,6 +90,8 @@ pub struct Scrape {
     /// Per shard; None where the kernel does not report ring heads and tails.
     pub rings: Vec<Option<RingCounters>>,
     pub process: ProcessFigures,
+    /// The shards' I/O driver (`io_uring` or `polling`).
+    pub io_driver: &'static str,
 }
 
 /// Reads the shards table: per-shard storage figures and the most active partitions.
@@ -646,8 +648,14 @@ impl Scrape {
         gauge(
             encoder,
             "iggy_info",
-            "Always 1; labels carry the protocol version served.",
-            [([("version", stats.iggy_server_version.as_str())], 1u64)],
+            "Always 1; labels carry the protocol version served and the shards' I/O driver.",
+            [(
+                [
+                    ("version", stats.iggy_server_version.as_str()),
+                    ("io_driver", self.io_driver),
+                ],
+                1u64,
+            )],
         )?;
         // The GetStats figures (same names as its fields), so `iggy stats` and dashboards agree.
         for (name, help, value) in [
@@ -881,6 +889,7 @@ mod tests {
                 None,
             ],
             process: ProcessFigures::default(),
+            io_driver: "io_uring",
         }
     }
 
@@ -901,7 +910,7 @@ mod tests {
             "iggy_partition_appended_messages_total{stream_id=\"1\",topic_id=\"1\",partition_id=\"7\"} 3",
             "iggy_streams 1",
             "iggy_messages 10",
-            "iggy_info{version=\"0.8.0\"} 1",
+            "iggy_info{version=\"0.8.0\",io_driver=\"io_uring\"} 1",
         ] {
             assert!(
                 text.lines().any(|candidate| candidate == line),

@@ -54,6 +54,10 @@ pub struct SharedState {
     pub password_checks: crate::auth::PasswordChecks,
     /// Connection slots, the request-body budget and failed-login throttling (`[limits]`).
     pub admission: crate::admission::Admission,
+    /// The I/O driver every shard's runtime is built on (`system.io_driver`), decided at start.
+    pub io_plan: crate::io_driver::Plan,
+    /// The driver the shards actually run on, once one has started.
+    pub io_driver: OnceLock<crate::io_driver::IoDriver>,
     /// TLS for the TCP port, when `[tcp.tls]` is on.
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// The address the HTTP endpoint bound, once it listens.
