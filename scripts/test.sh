@@ -18,6 +18,10 @@ cargo fmt --all -- --check
 step "module layers (no import circle, no upward edge)"
 python3 scripts/check-layers.py
 
+step "Kubernetes manifest (schema and references, no cluster needed)"
+python3 -c "import yaml" 2>/dev/null || python3 -m pip install --quiet pyyaml
+python3 docker/kubernetes/check.py
+
 step "lints"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

@@ -159,7 +159,7 @@ impl ControlPlane {
         if self.log.needs_snapshot() {
             let state = self.metadata(Metadata::clone)?;
             let before = self.log.len();
-            match self.log.snapshot(&state) {
+            match self.log.snapshot(&state).await {
                 Ok(()) => {
                     metrics.metadata_snapshots.inc();
                     metrics.metadata_log_bytes.set(self.log.len());

@@ -161,7 +161,11 @@ fn complete(
     }
     let clients = &shard.shared.clients;
     let admission = &shard.shared.admission;
-    let others = clients.sessions_of(user.id) - usize::from(session.user_id == Some(user.id));
+    // This session may already be logged in as the user (and counted), or revoked a moment
+    // ago (and no longer counted).
+    let others = clients
+        .sessions_of(user.id)
+        .saturating_sub(usize::from(session.user_id == Some(user.id)));
     if others >= admission.limits().max_sessions_per_user {
         tracing::warn!(
             client_id = session.client_id,

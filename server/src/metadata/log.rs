@@ -248,9 +248,10 @@ impl MetadataLog {
         self.len >= self.snapshot_threshold
     }
 
-    /// Writes `state` as the new snapshot and empties the log. Blocking file I/O on the calling
-    /// thread: it runs once per `snapshot_threshold` bytes of metadata changes.
-    pub fn snapshot(&mut self, state: &Metadata) -> io::Result<()> {
+    /// Writes `state` as the new snapshot and empties the log. The writes, renames and fsyncs
+    /// run on the runtime's blocking pool: the shard's event loop (shard 0, which also serves
+    /// connections and partitions) never waits on the disk for them.
+    pub async fn snapshot(&mut self, state: &Metadata) -> io::Result<()> {
         let mut body = Vec::new();
         for (index, op) in state.to_ops().iter().enumerate() {
             put_record(&mut body, index as u64, &codec::encode(op));
@@ -261,21 +262,30 @@ impl MetadataLog {
         bytes.extend_from_slice(&(self.next_sequence - 1).to_le_bytes());
         bytes.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&body).to_le_bytes());
         bytes.extend_from_slice(&body);
-        let temporary = self.dir.join(format!("{SNAPSHOT_FILE}.tmp"));
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(&bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temporary, self.dir.join(SNAPSHOT_FILE))?;
-        std::fs::File::open(&self.dir)?.sync_all()?;
-        // Records up to next_sequence - 1 are covered by the snapshot; the log can go.
-        let log = std::fs::OpenOptions::new()
-            .write(true)
-            .open(self.dir.join(LOG_FILE))?;
-        log.set_len(0)?;
-        log.sync_all()?;
+        let dir = self.dir.clone();
+        compio::runtime::spawn_blocking(move || write_snapshot(&dir, &bytes))
+            .await
+            .map_err(|_| io::Error::other("the snapshot writer panicked"))??;
         self.len = 0;
         Ok(())
     }
+}
+
+/// Replaces the snapshot with `bytes` (temporary file, fsync, rename, directory fsync), then
+/// empties the log the snapshot now covers. Blocking: runs on the blocking pool.
+fn write_snapshot(dir: &Path, bytes: &[u8]) -> io::Result<()> {
+    let temporary = dir.join(format!("{SNAPSHOT_FILE}.tmp"));
+    let mut file = std::fs::File::create(&temporary)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&temporary, dir.join(SNAPSHOT_FILE))?;
+    std::fs::File::open(dir)?.sync_all()?;
+    // Records up to the snapshot's sequence are covered by it; the log can go.
+    let log = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join(LOG_FILE))?;
+    log.set_len(0)?;
+    log.sync_all()
 }
 
 #[cfg(test)]
@@ -362,7 +372,7 @@ mod tests {
                 state.apply(&op(id));
             }
             assert!(log.needs_snapshot());
-            log.snapshot(&state).unwrap();
+            log.snapshot(&state).await.unwrap();
             assert!(log.is_empty());
             log.append(&MetadataOp::DeleteStream { id: 1 })
                 .await
