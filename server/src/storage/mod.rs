@@ -14,7 +14,7 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `partition.rs` | `Partition`: append path, writer task (group commit), reads, retention, purge, open/close |
+//! | `partition/` | `Partition` (`mod.rs`: the type, figures, flush): `state` (segments, staging, watermarks), `lifecycle` (create, open and recovery, close, reopen after a failure, delete), `append` (stamping, staging, backpressure, rotation), `writer` (the writer task: rounds, group commit, sealing, shutdown), `read` (read planning and aligned reads, offsets by timestamp), `retention` (oldest segments, purge, expiry), `outcome` (what operations report) |
 //! | `segment.rs` | segment file names, the clean-shutdown marker, open-time checks and crash recovery |
 //! | `file.rs` | one O_DIRECT segment file: preallocation, aligned vectored writes, aligned reads, buffered fallback |
 //! | `index.rs` | the 16-byte index entry and the in-memory index of unsealed segments |

@@ -1,0 +1,441 @@
+//! Creating, opening (recovery), starting the writer, closing, reopening after a failure and
+//! deleting a partition.
+
+use super::Partition;
+use super::outcome::{RecoveryReport, WriteCounters};
+use super::retention::remove_segment_files;
+use super::state::{Inner, Segment, State};
+use super::writer::writer_loop;
+use crate::storage::config::{AckMode, PartitionConfig};
+use crate::storage::error::{IoOperation, StorageError};
+use crate::storage::file::sync_directory;
+use crate::storage::index::INDEX_ENTRY_SIZE;
+use crate::storage::pool::{BLOCK_SIZE, BufferPool};
+use crate::storage::segment::{
+    CLEAN_SHUTDOWN_MARKER, SegmentFiles, check_sealed, decode_clean_marker, log_path,
+    parse_log_name, recover_segment,
+};
+use crate::storage::wait::WaitList;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+impl Partition {
+    /// Creates an empty partition in `dir` (created if missing), starting at offset 0.
+    pub async fn create(
+        dir: PathBuf,
+        config: PartitionConfig,
+        pool: Rc<BufferPool>,
+    ) -> Result<Partition, StorageError> {
+        config.validate()?;
+        compio::fs::create_dir_all(&dir)
+            .await
+            .map_err(|error| StorageError::io(IoOperation::Directory, &dir, error))?;
+        if !list_segments(&dir)?.is_empty() {
+            return Err(StorageError::AlreadyExists(dir));
+        }
+        // A marker left from an earlier partition in this directory must not vouch for ours.
+        match std::fs::remove_file(dir.join(CLEAN_SHUTDOWN_MARKER)) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(StorageError::io(IoOperation::Remove, &dir, error)),
+        }
+        let files = SegmentFiles::open(&dir, 0, true).await?;
+        sync_directory(&dir).await?;
+        if let Some(parent) = dir.parent() {
+            sync_directory(parent).await?;
+        }
+        let direct = files.log.is_direct();
+        let segment = Segment::new_active(0, Some(Rc::new(files)));
+        Ok(Partition::start(
+            dir,
+            config,
+            pool,
+            VecDeque::from([segment]),
+            0,
+            Vec::new(),
+            direct,
+        ))
+    }
+
+    /// Opens an existing partition, validating and repairing it (see the module docs).
+    pub async fn open(
+        dir: PathBuf,
+        config: PartitionConfig,
+        pool: Rc<BufferPool>,
+    ) -> Result<(Partition, RecoveryReport), StorageError> {
+        config.validate()?;
+        if !dir.is_dir() {
+            return Err(StorageError::NotFound(dir));
+        }
+        let starts = list_segments(&dir)?;
+        if starts.is_empty() {
+            tracing::warn!(dir = %dir.display(), "partition directory holds no segments; starting empty at offset 0");
+            let partition = Partition::create(dir, config, pool).await?;
+            let report = RecoveryReport {
+                segments_count: 1,
+                ..RecoveryReport::default()
+            };
+            return Ok((partition, report));
+        }
+        // The marker vouches for the files only until the next write: remove it first.
+        let marker_path = dir.join(CLEAN_SHUTDOWN_MARKER);
+        let marker = match std::fs::read(&marker_path) {
+            Ok(bytes) => {
+                std::fs::remove_file(&marker_path)
+                    .map_err(|error| StorageError::io(IoOperation::Remove, &marker_path, error))?;
+                sync_directory(&dir).await?;
+                decode_clean_marker(&bytes)
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+            Err(error) => return Err(StorageError::io(IoOperation::Read, &marker_path, error)),
+        };
+        let mut report = RecoveryReport::default();
+        let mut segments = VecDeque::with_capacity(starts.len());
+        let mut tail = Vec::new();
+        let mut direct = true;
+        for (position, &start) in starts.iter().enumerate() {
+            let last = position + 1 == starts.len();
+            let files = SegmentFiles::open(&dir, start, false).await?;
+            direct &= files.log.is_direct();
+            if !last && let Some(summary) = check_sealed(&files, start).await? {
+                files.index.close();
+                segments.push_back(Segment {
+                    start_offset: start,
+                    files: Some(Rc::new(files)),
+                    sealed: true,
+                    accepted_count: summary.count,
+                    accepted_len: summary.len,
+                    written_count: summary.count,
+                    written_len: summary.len,
+                    index_persisted: summary.count,
+                    last_timestamp: summary.last_timestamp,
+                    index: None,
+                });
+                continue;
+            }
+            let closed_cleanly =
+                last && marker.is_some_and(|(marker_start, _, _)| marker_start == start);
+            if last && !closed_cleanly {
+                tracing::warn!(
+                    segment = %log_path(&dir, start).display(),
+                    "partition was not closed cleanly; validating every message of the active segment"
+                );
+            }
+            let recovered = recover_segment(&files, start, &pool, last, closed_cleanly).await?;
+            let changed = recovered.truncated_log_bytes > 0
+                || recovered.dropped_index_entries > 0
+                || recovered.rebuilt_index_entries > 0;
+            if changed {
+                report.repaired_segments += 1;
+                report.truncated_log_bytes += recovered.truncated_log_bytes;
+                report.dropped_index_entries += recovered.dropped_index_entries;
+                report.rebuilt_index_entries += recovered.rebuilt_index_entries;
+            }
+            if !last {
+                tracing::warn!(
+                    segment = %log_path(&dir, start).display(),
+                    messages = recovered.count,
+                    truncated_log_bytes = recovered.truncated_log_bytes,
+                    "sealed segment was inconsistent and has been validated and repaired"
+                );
+                if recovered.count == 0 {
+                    drop(files);
+                    remove_segment_files(&dir, start).await?;
+                    report.removed_empty_segments += 1;
+                    continue;
+                }
+            } else {
+                // Whatever a crash left in the device cache is made durable now, so the fsync
+                // watermark can start at the end of the recovered data.
+                files.log.sync_all().await?;
+                files.index.get().await?.sync_all().await?;
+                tail = recovered.tail;
+            }
+            files.index.close();
+            segments.push_back(Segment {
+                start_offset: start,
+                files: Some(Rc::new(files)),
+                sealed: !last,
+                accepted_count: recovered.count,
+                accepted_len: recovered.len,
+                written_count: recovered.count,
+                written_len: recovered.len,
+                index_persisted: recovered.count,
+                last_timestamp: recovered.last_timestamp,
+                index: recovered.index,
+            });
+        }
+        for pair in segments.iter().collect::<Vec<_>>().windows(2) {
+            let (earlier, later) = (pair[0], pair[1]);
+            if earlier.end_offset() > later.start_offset {
+                return Err(StorageError::Corrupted {
+                    path: log_path(&dir, later.start_offset),
+                    position: 0,
+                    reason: "segment offsets overlap the previous segment",
+                });
+            }
+            if earlier.end_offset() < later.start_offset {
+                tracing::warn!(
+                    from = earlier.end_offset(),
+                    to = later.start_offset,
+                    dir = %dir.display(),
+                    "offsets missing between segments (a damaged sealed segment was truncated)"
+                );
+            }
+        }
+        let next_offset = segments.back().expect("at least one segment").end_offset();
+        let last_timestamp = segments
+            .iter()
+            .map(|segment| segment.last_timestamp)
+            .max()
+            .unwrap_or(0);
+        report.segments_count = segments.len() as u32;
+        report.messages_count = segments.iter().map(|segment| segment.accepted_count).sum();
+        report.next_offset = next_offset;
+        if report.repaired_segments > 0 || report.removed_empty_segments > 0 {
+            tracing::warn!(
+                dir = %dir.display(),
+                segments = report.segments_count,
+                messages = report.messages_count,
+                next_offset,
+                repaired_segments = report.repaired_segments,
+                truncated_log_bytes = report.truncated_log_bytes,
+                dropped_index_entries = report.dropped_index_entries,
+                rebuilt_index_entries = report.rebuilt_index_entries,
+                removed_empty_segments = report.removed_empty_segments,
+                "partition recovered: cut torn data (and preallocated space) after the last valid message"
+            );
+        } else {
+            tracing::info!(
+                dir = %dir.display(),
+                segments = report.segments_count,
+                messages = report.messages_count,
+                next_offset,
+                "partition opened clean"
+            );
+        }
+        let partition = Partition::start(dir, config, pool, segments, last_timestamp, tail, direct);
+        Ok((partition, report))
+    }
+
+    fn start(
+        dir: PathBuf,
+        config: PartitionConfig,
+        pool: Rc<BufferPool>,
+        segments: VecDeque<Segment>,
+        last_timestamp: u64,
+        tail: Vec<u8>,
+        direct: bool,
+    ) -> Partition {
+        let next_offset = segments.back().expect("an active segment").end_offset();
+        assert!(tail.len() < BLOCK_SIZE);
+        assert_eq!(
+            tail.len() as u64,
+            segments.back().expect("an active segment").accepted_len % BLOCK_SIZE as u64
+        );
+        let mut tail_block = Box::new([0u8; BLOCK_SIZE]);
+        tail_block[..tail.len()].copy_from_slice(&tail);
+        let state = State {
+            segments,
+            next_offset,
+            last_timestamp,
+            staged: VecDeque::new(),
+            journal: VecDeque::new(),
+            tail: tail_block,
+            tail_len: tail.len(),
+            pending_messages: 0,
+            pending_bytes: 0,
+            unwritten_bytes: 0,
+            appenders_waiting_for_space: 0,
+            written_end: next_offset,
+            durable_end: next_offset,
+            write_requested_end: 0,
+            sync_requested_end: 0,
+            unsynced: Vec::new(),
+            unsynced_end: 0,
+            spare_sync_files: Vec::new(),
+            spare_round_buffers: Vec::new(),
+            failure: None,
+            closing: false,
+            writer_running: true,
+            work_generation: 0,
+            writes: WriteCounters::default(),
+        };
+        let inner = Rc::new(Inner {
+            dir,
+            config,
+            pool,
+            state: RefCell::new(state),
+            progress: WaitList::default(),
+            work: WaitList::default(),
+            direct_io: Cell::new(direct),
+        });
+        let writer = compio::runtime::spawn(writer_loop(Rc::clone(&inner)));
+        Partition {
+            inner,
+            writer: RefCell::new(Some(writer)),
+        }
+    }
+}
+
+impl Partition {
+    /// Graceful shutdown: writes everything accepted, seals what needs sealing, truncates the
+    /// active segment's files to their logical length (dropping preallocated space), fsyncs
+    /// files and directory, and stops the writer. Appends fail afterwards; reads still work.
+    pub async fn close(&self) -> Result<(), StorageError> {
+        {
+            let mut state = self.inner.state.borrow_mut();
+            state.closing = true;
+            state.kick_writer();
+        }
+        self.inner.work.notify_all();
+        let writer = self.writer.borrow_mut().take();
+        if let Some(writer) = writer {
+            // A panic in the writer was already turned into a failure by its guard.
+            let _ = writer.await;
+        }
+        let state = self.inner.state.borrow();
+        match &state.failure {
+            Some(failure) => Err(StorageError::Failed(Box::new(failure.clone()))),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether a write, sync or file operation failed: appends are refused until the partition
+    /// is reopened with [`Partition::reopen_after_failure`]. Reads keep working.
+    pub fn is_failed(&self) -> bool {
+        self.inner.state.borrow().failure.is_some()
+    }
+
+    /// After a failure: cuts the files back to what this instance can vouch for and opens the
+    /// partition again from disk (recovery as after a crash). Fails, leaving this instance as
+    /// it is, while the fault persists (the cut needs a truncate and an fsync).
+    ///
+    /// What is kept: everything below the acknowledgement watermark of the partition's ack
+    /// mode, that is every acknowledged message. In `fsync` mode that is the durable end: data
+    /// written but not covered by a successful fsync (the write of a round whose fsync failed,
+    /// or later rounds) is cut, never assumed durable because a later fsync succeeds
+    /// ("fsyncgate"); its appends got an error, so a client retry writes it again. In `written`
+    /// and `memory` modes it is the end of completed writes (a failed fsync there only fails
+    /// the flush that asked for it). Sealed segments were fsynced when sealed and are kept.
+    pub async fn reopen_after_failure(&self) -> Result<(Partition, RecoveryReport), StorageError> {
+        assert!(
+            self.is_failed(),
+            "reopen_after_failure on a healthy partition"
+        );
+        let writer = self.writer.borrow_mut().take();
+        if let Some(writer) = writer {
+            let _ = writer.await;
+        }
+        let inner = &*self.inner;
+        // (segment start, Some((log length, message count)) to cut to, or None to remove).
+        let cuts: Vec<(u64, Option<(u64, u64)>)> = {
+            let state = inner.state.borrow();
+            let watermark = match inner.config.ack_mode {
+                AckMode::Fsync => state.durable_end,
+                AckMode::Written | AckMode::Memory => state.written_end,
+            };
+            let sealed_end = state
+                .segments
+                .iter()
+                .filter(|segment| segment.sealed)
+                .map(Segment::end_offset)
+                .max()
+                .unwrap_or(0);
+            let keep_end = watermark.max(sealed_end);
+            let mut kept_one = state.segments.iter().any(|segment| segment.sealed);
+            let mut cuts = Vec::new();
+            for segment in state.segments.iter().filter(|segment| !segment.sealed) {
+                if segment.start_offset > keep_end && kept_one {
+                    cuts.push((segment.start_offset, None));
+                    continue;
+                }
+                kept_one = true;
+                let count = keep_end
+                    .saturating_sub(segment.start_offset)
+                    .min(segment.accepted_count);
+                let len = match &segment.index {
+                    Some(index) => index.start_position(count as usize),
+                    None => segment.accepted_len,
+                };
+                cuts.push((segment.start_offset, Some((len, count))));
+            }
+            cuts
+        };
+        for (start, cut) in cuts {
+            match cut {
+                None => remove_segment_files(&inner.dir, start).await?,
+                Some((len, count)) => {
+                    if !log_path(&inner.dir, start).exists() {
+                        continue;
+                    }
+                    let files = SegmentFiles::open(&inner.dir, start, false).await?;
+                    if files.log.size().await? > len {
+                        files.log.truncate(len).await?;
+                    }
+                    let index = files.index.get().await?;
+                    if index.size().await? > count * INDEX_ENTRY_SIZE as u64 {
+                        index.truncate(count * INDEX_ENTRY_SIZE as u64).await?;
+                    }
+                    files.log.sync_all().await?;
+                    index.sync_all().await?;
+                }
+            }
+        }
+        sync_directory(&inner.dir).await?;
+        let (partition, report) = Partition::open(
+            inner.dir.clone(),
+            inner.config.clone(),
+            Rc::clone(&inner.pool),
+        )
+        .await?;
+        tracing::warn!(
+            dir = %inner.dir.display(),
+            next_offset = report.next_offset,
+            "partition reopened after a storage failure; appends are accepted again"
+        );
+        Ok((partition, report))
+    }
+
+    /// Stops the writer without writing what is pending and removes the partition directory
+    /// with everything in it.
+    pub async fn delete(self) -> Result<(), StorageError> {
+        {
+            let mut state = self.inner.state.borrow_mut();
+            state.closing = true;
+        }
+        let writer = self.writer.borrow_mut().take();
+        if let Some(writer) = writer {
+            writer.cancel().await;
+        }
+        let dir = self.inner.dir.clone();
+        drop(self);
+        let removed = compio::runtime::spawn_blocking({
+            let dir = dir.clone();
+            move || std::fs::remove_dir_all(dir)
+        })
+        .await;
+        match removed {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) => Err(StorageError::io(IoOperation::Remove, dir, error)),
+            Err(error) => Err(StorageError::io(IoOperation::Remove, dir, error.into())),
+        }
+    }
+}
+
+/// Start offsets of the `.log` files in `dir`, ascending.
+pub(super) fn list_segments(dir: &Path) -> Result<Vec<u64>, StorageError> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|error| StorageError::io(IoOperation::Directory, dir, error))?;
+    let mut starts = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|error| StorageError::io(IoOperation::Directory, dir, error))?;
+        if let Some(start) = entry.file_name().to_str().and_then(parse_log_name) {
+            starts.push(start);
+        }
+    }
+    starts.sort_unstable();
+    Ok(starts)
+}

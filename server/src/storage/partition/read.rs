@@ -1,0 +1,420 @@
+//! Reads: find the segments, plan which bytes come from staging, the memory-mode journal or the
+//! files, read them with aligned O_DIRECT reads, and look offsets up by timestamp.
+
+use super::Partition;
+use super::outcome::ReadOutcome;
+use super::state::{Inner, State};
+use crate::storage::error::StorageError;
+use crate::storage::file::DirectFile;
+use crate::storage::index::{INDEX_ENTRY_SIZE, IndexEntry};
+use crate::storage::pool::BLOCK_SIZE;
+use crate::storage::segment::{SegmentFiles, log_path};
+use bytes::Bytes;
+use rill_core::message::{HEADER_SIZE, MessageIter, MessageView};
+use std::path::Path;
+use std::rc::Rc;
+
+impl Partition {
+    /// Up to `max_count` messages from `start_offset` (or from the first stored message when
+    /// `start_offset` is older), never past the visibility watermark and at most
+    /// `max_read_bytes` (but always at least one message when one is visible).
+    pub async fn read(
+        &self,
+        start_offset: u64,
+        max_count: u32,
+    ) -> Result<ReadOutcome, StorageError> {
+        let inner = &*self.inner;
+        let mut outcome = ReadOutcome::empty(start_offset);
+        let mut next = start_offset;
+        let mut remaining = u64::from(max_count);
+        let mut budget = inner.config.max_read_bytes;
+        let mut total = 0u64;
+        // A plan ends at the first sealed segment whose index is on disk (its byte sizes are
+        // unknown until the index is read); the rest of the read is planned afterwards.
+        loop {
+            let (start, pieces) = {
+                let state = inner.state.borrow();
+                plan_read(inner, &state, next, remaining, budget, total > 0)?
+            };
+            if total == 0 {
+                outcome.first_offset = start;
+                outcome.last_offset = start;
+            }
+            let continues = matches!(pieces.last(), Some(ReadPiece::DiskIndexed { .. }));
+            if pieces.is_empty() {
+                break;
+            }
+            let total_before = total;
+            for piece in pieces {
+                let (first_offset, bytes) = match piece {
+                    ReadPiece::Memory(bytes) => {
+                        let first = MessageView::parse(&bytes)
+                            .map(|message| message.offset())
+                            .unwrap_or_default();
+                        (first, bytes)
+                    }
+                    ReadPiece::Disk {
+                        files,
+                        start,
+                        end,
+                        first_offset,
+                    } => {
+                        let bytes = files.log.read_range(start, end).await?;
+                        check_stored(&bytes, first_offset, files.log.path(), start)?;
+                        (first_offset, bytes)
+                    }
+                    ReadPiece::DiskIndexed {
+                        files,
+                        relative,
+                        count,
+                        first_offset,
+                    } => {
+                        let bytes = read_with_disk_index(
+                            &files,
+                            relative,
+                            count,
+                            budget,
+                            total == 0,
+                            first_offset,
+                        )
+                        .await?;
+                        (first_offset, bytes)
+                    }
+                };
+                let count = MessageIter::new(&bytes).count() as u64;
+                if count == 0 {
+                    continue;
+                }
+                if total == 0 {
+                    outcome.first_offset = first_offset;
+                }
+                outcome.last_offset = first_offset + count - 1;
+                total += count;
+                remaining -= count;
+                budget = budget.saturating_sub(bytes.len() as u64);
+                outcome.bytes.push(bytes);
+            }
+            next = outcome.last_offset + 1;
+            // Stop when the plan is done, the count or byte budget is used up, or the last
+            // piece returned nothing (the next message does not fit the budget).
+            if !continues || remaining == 0 || budget == 0 || total == total_before {
+                break;
+            }
+        }
+        outcome.count = u32::try_from(total).expect("reads are bounded by a u32 count");
+        Ok(outcome)
+    }
+
+    /// The offset of the first visible message whose timestamp is at least `timestamp_micros`.
+    pub async fn offset_for_timestamp(
+        &self,
+        timestamp_micros: u64,
+    ) -> Result<Option<u64>, StorageError> {
+        let inner = &*self.inner;
+        let candidate = {
+            let state = inner.state.borrow();
+            let visible_end = state.visible_end(inner.config.ack_mode);
+            let mut candidate = None;
+            for segment in &state.segments {
+                let visible = segment.visible_count(visible_end);
+                if visible == 0 {
+                    continue;
+                }
+                if let Some(index) = &segment.index {
+                    if let Some(found) = index.first_at_or_after(visible as usize, timestamp_micros)
+                    {
+                        return Ok(Some(segment.start_offset + found as u64));
+                    }
+                    continue;
+                }
+                if segment.last_timestamp < timestamp_micros {
+                    continue;
+                }
+                let files = segment.files.clone().expect("sealed segments have files");
+                candidate = Some((files, segment.start_offset, visible));
+                break;
+            }
+            candidate
+        };
+        let Some((files, start_offset, count)) = candidate else {
+            return Ok(None);
+        };
+        let found = search_index_file(&files, count, timestamp_micros).await?;
+        Ok(found.map(|relative| start_offset + relative))
+    }
+}
+
+/// A part of a read: bytes already in memory, a known byte range of a log, or a range of
+/// messages of a sealed segment whose index must be read from disk first.
+pub(super) enum ReadPiece {
+    Memory(Bytes),
+    Disk {
+        files: Rc<SegmentFiles>,
+        start: u64,
+        end: u64,
+        first_offset: u64,
+    },
+    DiskIndexed {
+        files: Rc<SegmentFiles>,
+        relative: u64,
+        count: u64,
+        first_offset: u64,
+    },
+}
+
+/// Decides where the messages of a read come from, under one short borrow. Returns the
+/// clamped start offset and the pieces.
+pub(super) fn plan_read(
+    inner: &Inner,
+    state: &State,
+    start_offset: u64,
+    max_count: u64,
+    budget: u64,
+    have_messages: bool,
+) -> Result<(u64, Vec<ReadPiece>), StorageError> {
+    let visible_end = state.visible_end(inner.config.ack_mode);
+    let start = start_offset.max(state.first_offset());
+    let mut pieces = Vec::new();
+    if max_count == 0 || start >= visible_end {
+        return Ok((start, pieces));
+    }
+    let end = start.saturating_add(max_count).min(visible_end);
+    let mut budget = budget;
+    let mut offset = start;
+    let first_segment = state
+        .segments
+        .partition_point(|segment| segment.end_offset() <= offset);
+    for segment in state.segments.iter().skip(first_segment) {
+        if offset >= end {
+            break;
+        }
+        if segment.accepted_count == 0 {
+            continue;
+        }
+        offset = offset.max(segment.start_offset);
+        let segment_end = segment.end_offset().min(end);
+        if offset >= segment_end {
+            continue;
+        }
+        let relative = offset - segment.start_offset;
+        let wanted = segment_end - offset;
+        let files = segment.files.clone();
+        let Some(index) = &segment.index else {
+            let files = files.expect("sealed segments have files");
+            pieces.push(ReadPiece::DiskIndexed {
+                files,
+                relative,
+                count: wanted,
+                first_offset: offset,
+            });
+            // The byte size is only known after reading the index, so the read ends here.
+            break;
+        };
+        let first_size = u64::from(index.get(relative as usize).end_position)
+            - index.start_position(relative as usize);
+        if (have_messages || !pieces.is_empty()) && first_size > budget {
+            break;
+        }
+        let count = index.count_within(relative as usize, wanted as usize, budget) as u64;
+        let from = index.start_position(relative as usize);
+        let to = u64::from(index.get((relative + count - 1) as usize).end_position);
+        let disk_end = to.min(segment.written_len);
+        if from < disk_end {
+            let files = files.ok_or(StorageError::Corrupted {
+                path: log_path(&inner.dir, segment.start_offset),
+                position: from,
+                reason: "written data without files",
+            })?;
+            pieces.push(ReadPiece::Disk {
+                files,
+                start: from,
+                end: disk_end,
+                first_offset: offset,
+            });
+        }
+        if to > segment.written_len {
+            journal_pieces(
+                inner,
+                state,
+                segment.start_offset,
+                from.max(segment.written_len),
+                to,
+                &mut pieces,
+            )?;
+        }
+        budget = budget.saturating_sub(to - from);
+        offset += count;
+        if count < wanted {
+            break;
+        }
+    }
+    Ok((start, pieces))
+}
+
+/// Slices of memory-mode journal entries covering `[from, to)` of a segment.
+pub(super) fn journal_pieces(
+    inner: &Inner,
+    state: &State,
+    segment_start: u64,
+    from: u64,
+    to: u64,
+    pieces: &mut Vec<ReadPiece>,
+) -> Result<(), StorageError> {
+    let first = state.journal.partition_point(|entry| {
+        entry.segment_start < segment_start
+            || (entry.segment_start == segment_start
+                && entry.position + entry.bytes.len() as u64 <= from)
+    });
+    let mut covered = from;
+    for entry in state.journal.iter().skip(first) {
+        if entry.segment_start != segment_start || covered >= to {
+            break;
+        }
+        let entry_end = entry.position + entry.bytes.len() as u64;
+        if entry.position > covered {
+            break;
+        }
+        let slice_end = to.min(entry_end);
+        pieces.push(ReadPiece::Memory(entry.bytes.slice(
+            (covered - entry.position) as usize..(slice_end - entry.position) as usize,
+        )));
+        covered = slice_end;
+    }
+    if covered != to {
+        return Err(StorageError::Corrupted {
+            path: log_path(&inner.dir, segment_start),
+            position: covered,
+            reason: "accepted data is neither written nor in memory",
+        });
+    }
+    Ok(())
+}
+
+/// Reads `count` messages from `relative` of a sealed segment: the index entries first, then
+/// exactly the bytes they describe (cut to `budget`, at least one message).
+pub(super) async fn read_with_disk_index(
+    files: &SegmentFiles,
+    relative: u64,
+    count: u64,
+    budget: u64,
+    at_least_one: bool,
+    first_offset: u64,
+) -> Result<Bytes, StorageError> {
+    // Every message is at least a header, so no more than this many can fit the budget.
+    let count = count.min(budget / HEADER_SIZE as u64 + 1).max(1);
+    let first_entry = relative.saturating_sub(1);
+    let entry_bytes = files
+        .index
+        .get()
+        .await?
+        .read_range(
+            first_entry * INDEX_ENTRY_SIZE as u64,
+            (relative + count) * INDEX_ENTRY_SIZE as u64,
+        )
+        .await?;
+    let entries: Vec<IndexEntry> = entry_bytes
+        .chunks_exact(INDEX_ENTRY_SIZE)
+        .map(IndexEntry::decode)
+        .collect();
+    let corrupted = |reason| StorageError::Corrupted {
+        path: files.index.path().to_path_buf(),
+        position: first_entry * INDEX_ENTRY_SIZE as u64,
+        reason,
+    };
+    if entries
+        .iter()
+        .enumerate()
+        .any(|(k, entry)| u64::from(entry.relative_offset) != first_entry + k as u64)
+    {
+        return Err(corrupted("index entry out of sequence"));
+    }
+    let (start, wanted) = if relative == 0 {
+        (0, &entries[..])
+    } else {
+        (u64::from(entries[0].end_position), &entries[1..])
+    };
+    let mut take = 0;
+    while take < wanted.len() && u64::from(wanted[take].end_position) - start <= budget {
+        take += 1;
+    }
+    if take == 0 {
+        if !at_least_one {
+            return Ok(Bytes::new());
+        }
+        take = 1;
+    }
+    let end = u64::from(wanted[take - 1].end_position);
+    if end <= start {
+        return Err(corrupted("index positions do not increase"));
+    }
+    let bytes = files.log.read_range(start, end).await?;
+    check_stored(&bytes, first_offset, files.log.path(), start)?;
+    Ok(bytes)
+}
+
+/// Checks bytes read from disk: whole messages with consecutive offsets from `first_offset`.
+pub(super) fn check_stored(
+    bytes: &[u8],
+    first_offset: u64,
+    path: &Path,
+    position: u64,
+) -> Result<(), StorageError> {
+    let mut expected = first_offset;
+    for message in MessageIter::new(bytes) {
+        match message {
+            Ok(message) if message.offset() == expected => expected += 1,
+            _ => {
+                return Err(StorageError::Corrupted {
+                    path: path.to_path_buf(),
+                    position,
+                    reason: "stored messages do not match the index",
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Binary search over the pages of a sealed segment's index file for the first of its first
+/// `count` entries with a timestamp at least `timestamp`; one 4 KiB read per probe.
+pub(super) async fn search_index_file(
+    files: &SegmentFiles,
+    count: u64,
+    timestamp: u64,
+) -> Result<Option<u64>, StorageError> {
+    const ENTRIES_PER_PAGE: u64 = (BLOCK_SIZE / INDEX_ENTRY_SIZE) as u64;
+    let pages = count.div_ceil(ENTRIES_PER_PAGE);
+    let index_file = files.index.get().await?;
+    let index: &DirectFile = &index_file;
+    let read_page = |page: u64| async move {
+        let from = page * ENTRIES_PER_PAGE;
+        let to = (from + ENTRIES_PER_PAGE).min(count);
+        let bytes = index
+            .read_range(from * INDEX_ENTRY_SIZE as u64, to * INDEX_ENTRY_SIZE as u64)
+            .await?;
+        Ok::<_, StorageError>(
+            bytes
+                .chunks_exact(INDEX_ENTRY_SIZE)
+                .map(|entry| IndexEntry::decode(entry).timestamp)
+                .collect::<Vec<u64>>(),
+        )
+    };
+    let (mut low, mut high) = (0, pages);
+    while low < high {
+        let middle = low + (high - low) / 2;
+        let page = read_page(middle).await?;
+        if page.last().is_some_and(|&last| last < timestamp) {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    if low == pages {
+        return Ok(None);
+    }
+    let page = read_page(low).await?;
+    Ok(page
+        .iter()
+        .position(|&stamp| stamp >= timestamp)
+        .map(|position| low * ENTRIES_PER_PAGE + position as u64))
+}

@@ -1,0 +1,179 @@
+//! A partition's in-memory state: its segments, what is staged and journalled, the watermarks,
+//! and the shared `Inner` the partition, its writer task and its readers hold.
+
+use super::outcome::WriteCounters;
+use crate::storage::config::{AckMode, PartitionConfig};
+use crate::storage::error::StorageError;
+use crate::storage::index::MemoryIndex;
+use crate::storage::pool::{BLOCK_SIZE, BufferPool, PooledBuf};
+use crate::storage::segment::SegmentFiles;
+use crate::storage::wait::WaitList;
+use bytes::Bytes;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+/// One segment's bookkeeping. Counts and lengths only grow while the segment is active.
+pub(super) struct Segment {
+    pub(super) start_offset: u64,
+    /// None until the writer has created the files (a segment made by rotation).
+    pub(super) files: Option<Rc<SegmentFiles>>,
+    /// Fully written, truncated to its logical length, fsynced; immutable from then on.
+    pub(super) sealed: bool,
+    /// Everything appended (including what is only in memory).
+    pub(super) accepted_count: u64,
+    pub(super) accepted_len: u64,
+    /// Covered by completed writes.
+    pub(super) written_count: u64,
+    pub(super) written_len: u64,
+    /// Index entries in the `.index` file. Unsealed segments keep their index in memory and
+    /// write it when they are sealed or closed (after a crash recovery rebuilds it from the
+    /// log anyway), so rounds write only the log.
+    pub(super) index_persisted: u64,
+    pub(super) last_timestamp: u64,
+    /// Present until the segment is sealed; sealed segments read their index from disk.
+    pub(super) index: Option<MemoryIndex>,
+}
+
+impl Segment {
+    pub(super) fn new_active(start_offset: u64, files: Option<Rc<SegmentFiles>>) -> Self {
+        Segment {
+            start_offset,
+            files,
+            sealed: false,
+            accepted_count: 0,
+            accepted_len: 0,
+            written_count: 0,
+            written_len: 0,
+            index_persisted: 0,
+            last_timestamp: 0,
+            index: Some(MemoryIndex::new()),
+        }
+    }
+
+    pub(super) fn end_offset(&self) -> u64 {
+        self.start_offset + self.accepted_count
+    }
+
+    /// How many of its messages lie below `visible_end`.
+    pub(super) fn visible_count(&self, visible_end: u64) -> u64 {
+        visible_end
+            .saturating_sub(self.start_offset)
+            .min(self.accepted_count)
+    }
+}
+
+/// An aligned buffer holding accepted bytes of one segment from a block-aligned position.
+pub(super) struct Staged {
+    pub(super) segment_start: u64,
+    pub(super) file_position: u64,
+    pub(super) buf: PooledBuf,
+}
+
+/// Memory mode only: an accepted, not yet written batch, kept for reads.
+pub(super) struct JournalEntry {
+    pub(super) segment_start: u64,
+    pub(super) position: u64,
+    pub(super) bytes: Bytes,
+}
+
+pub(super) struct State {
+    pub(super) segments: VecDeque<Segment>,
+    pub(super) next_offset: u64,
+    pub(super) last_timestamp: u64,
+    pub(super) staged: VecDeque<Staged>,
+    pub(super) journal: VecDeque<JournalEntry>,
+    /// The partial last block of the active segment at the end of the last taken round: the
+    /// bytes a new staging buffer starts with, so the block is rewritten whole.
+    pub(super) tail: Box<[u8; BLOCK_SIZE]>,
+    pub(super) tail_len: usize,
+    /// Accepted but not yet taken by the writer (memory-mode thresholds).
+    pub(super) pending_messages: u64,
+    pub(super) pending_bytes: u64,
+    /// Accepted but not yet written (backpressure).
+    pub(super) unwritten_bytes: u64,
+    pub(super) appenders_waiting_for_space: u64,
+    /// Offsets below are covered by completed writes.
+    pub(super) written_end: u64,
+    /// Offsets below are durable.
+    pub(super) durable_end: u64,
+    /// `flush` asks the writer to write (and sync) up to these offsets regardless of mode.
+    pub(super) write_requested_end: u64,
+    pub(super) sync_requested_end: u64,
+    /// Files written since the last sync, and the written end they cover.
+    pub(super) unsynced: Vec<Rc<SegmentFiles>>,
+    pub(super) unsynced_end: u64,
+    pub(super) spare_sync_files: Vec<Rc<SegmentFiles>>,
+    pub(super) spare_round_buffers: Vec<PooledBuf>,
+    pub(super) failure: Option<StorageError>,
+    pub(super) closing: bool,
+    pub(super) writer_running: bool,
+    pub(super) work_generation: u64,
+    pub(super) writes: WriteCounters,
+}
+
+impl State {
+    pub(super) fn active(&self) -> &Segment {
+        self.segments
+            .back()
+            .expect("a partition always has an active segment")
+    }
+
+    pub(super) fn active_index_persisted(&mut self, count: u64) {
+        if let Some(active) = self.segments.back_mut() {
+            active.index_persisted = count;
+        }
+    }
+
+    pub(super) fn segment_mut(&mut self, start_offset: u64) -> Option<&mut Segment> {
+        let index = self
+            .segments
+            .binary_search_by_key(&start_offset, |segment| segment.start_offset)
+            .ok()?;
+        self.segments.get_mut(index)
+    }
+
+    pub(super) fn visible_end(&self, mode: AckMode) -> u64 {
+        match mode {
+            AckMode::Memory => self.next_offset,
+            AckMode::Written => self.written_end,
+            AckMode::Fsync => self.durable_end,
+        }
+    }
+
+    pub(super) fn first_offset(&self) -> u64 {
+        self.segments
+            .iter()
+            .find(|segment| segment.accepted_count > 0)
+            .unwrap_or_else(|| self.active())
+            .start_offset
+    }
+
+    /// The error an operation gets once the partition cannot take writes.
+    pub(super) fn unavailable(&self) -> Option<StorageError> {
+        if let Some(failure) = &self.failure {
+            return Some(StorageError::Failed(Box::new(failure.clone())));
+        }
+        if self.closing || !self.writer_running {
+            return Some(StorageError::Closed);
+        }
+        None
+    }
+
+    pub(super) fn kick_writer(&mut self) {
+        self.work_generation += 1;
+    }
+}
+
+pub(super) struct Inner {
+    pub(super) dir: PathBuf,
+    pub(super) config: PartitionConfig,
+    pub(super) pool: Rc<BufferPool>,
+    pub(super) state: RefCell<State>,
+    /// Woken whenever a watermark moves, the writer stops, or space frees up.
+    pub(super) progress: WaitList,
+    /// The writer waits here for work.
+    pub(super) work: WaitList,
+    pub(super) direct_io: Cell<bool>,
+}
