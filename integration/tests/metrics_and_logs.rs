@@ -641,7 +641,22 @@ async fn metrics_move_by_exactly_what_the_workload_did() {
     );
     assert_eq!(after.get("iggy_clients", &[]), 1.0);
     assert_eq!(after.sum("iggy_connections", &[("transport", "tcp")]), 1.0);
-    assert_eq!(after.get("iggy_info", &[("version", "0.8.0")]), 1.0);
+    // iggy_info carries the protocol version and the shards' I/O driver.
+    let info: Vec<_> = after
+        .series
+        .iter()
+        .filter(|((name, _), _)| name == "iggy_info")
+        .collect();
+    assert_eq!(info.len(), 1, "{info:?}");
+    let ((_, labels), value) = info[0];
+    assert_eq!(*value, 1.0);
+    assert!(labels.contains(&("version".to_string(), "0.8.0".to_string())));
+    assert!(
+        labels
+            .iter()
+            .any(|(k, v)| k == "io_driver" && (v == "io_uring" || v == "polling")),
+        "{labels:?}"
+    );
 
     // io_uring counters per shard (Linux >= 5.18 prints them), process figures.
     for shard in ["0", "1"] {
