@@ -515,3 +515,22 @@ async fn existence_is_not_revealed_to_those_who_may_not_read_it() {
     );
     assert!(reader.get_user(&id(77)).await.unwrap().is_none());
 }
+
+#[test]
+fn requests_are_refused_before_login_without_being_decoded() {
+    // Proves the low finding "requests decoded before the auth gate": a malformed payload of a
+    // command that needs a login answered with its decoding error (telling an anonymous peer
+    // about our parser); it now gets 40 like any request before login. Unknown command codes
+    // still get 3 (InvalidCommand).
+    let server = TestServer::start(ServerOptions::new());
+    let mut anonymous = RawClient::connect(server.address());
+    for code in [CREATE_STREAM, GET_USERS, 101, 100, 302] {
+        let response = anonymous.request(code, &[0xff, 0x01]);
+        assert_eq!(response.status, status::UNAUTHENTICATED, "command {code}");
+    }
+    assert_eq!(
+        anonymous.request(9_999, &[0xff]).status,
+        status::INVALID_COMMAND
+    );
+    anonymous.assert_ping();
+}

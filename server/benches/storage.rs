@@ -10,6 +10,8 @@
 //! Run with `cargo bench -p rill-server --bench storage`. Files go to `$RILL_BENCH_DIR` or the
 //! system temp directory (which must be a real disk for the figures to mean anything).
 
+#![allow(clippy::disallowed_methods, reason = "tests and benchmarks may block")]
+
 use bytes::Bytes;
 
 // The daemon's allocator, so that allocating and freeing batches costs what it costs there.

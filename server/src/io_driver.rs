@@ -102,6 +102,10 @@ fn probe_io_uring() -> Result<(), String> {
     }
 }
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "boot and runtime construction, before any shard serves"
+)]
 fn explain(error: &std::io::Error) -> String {
     let disabled = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
         .ok()
@@ -158,6 +162,7 @@ pub fn driver_of(runtime: &compio::runtime::Runtime) -> IoDriver {
     }
 }
 
+#[allow(clippy::disallowed_methods, reason = "tests")]
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,6 +34,10 @@ fn target_soft_limit(old_soft: u64, hard: u64, nr_open: Option<u64>) -> u64 {
     target.max(old_soft)
 }
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "boot: runs before any shard serves"
+)]
 fn read_nr_open() -> Option<u64> {
     std::fs::read_to_string("/proc/sys/fs/nr_open")
         .ok()?
@@ -83,6 +87,7 @@ pub fn raise_and_log_nofile_limit() {
     }
 }
 
+#[allow(clippy::disallowed_methods, reason = "tests")]
 #[cfg(test)]
 mod tests {
     use super::*;

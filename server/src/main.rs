@@ -34,6 +34,10 @@ struct Args {
     fresh: bool,
 }
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "boot: runs before any shard serves"
+)]
 /// Empties the data directory for `--fresh`, refusing paths that cannot be a data directory.
 fn wipe_data_directory(path: &std::path::Path) -> Result<(), String> {
     let absolute =

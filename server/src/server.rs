@@ -29,6 +29,10 @@ enum Event {
     Signal(i32),
 }
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "boot: runs before any shard serves"
+)]
 /// Runs the server until SIGINT or SIGTERM. Returns an error message for a failed start.
 pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
     let data_dir = config.system.path.clone();
@@ -266,6 +270,10 @@ fn partition_keys(metadata: &Metadata) -> Vec<PartitionKey> {
         .collect()
 }
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "boot: runs before any shard serves"
+)]
 /// Deletes stream, topic and partition directories the metadata does not know: what a crash
 /// between a delete's log append and its file removal leaves behind.
 fn remove_orphaned_directories(data_dir: &Path, metadata: &Metadata) {

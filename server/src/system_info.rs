@@ -29,6 +29,12 @@ pub struct MachineInfo {
     pub cpu_usage_percent: f32,
 }
 
+/// Reads a /proc file. Callers run off the shards' event loops: at boot, on the blocking pool
+/// (GetStats, GetSnapshot) or on the HTTP endpoint's thread.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "never called on a shard's event loop"
+)]
 fn read(path: &str) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }

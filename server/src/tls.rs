@@ -40,6 +40,10 @@ pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "boot: runs before any shard serves"
+)]
 /// Reads the configured PEM files, or generates a self-signed certificate when none are given.
 /// A generated certificate (not its key) is written to `<cert_dir>/<name>-self-signed.pem` so
 /// that clients can be told to trust it. `section` names the config section in errors.
@@ -167,6 +171,7 @@ fn idle_timeout(duration: Duration) -> Result<IdleTimeout, String> {
     IdleTimeout::try_from(duration).map_err(|_| "quic.max_idle_timeout is too large".to_string())
 }
 
+#[allow(clippy::disallowed_methods, reason = "tests")]
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,8 @@
 //! message that was intact before the damage (all of them were acknowledged in `written` or
 //! `fsync` mode), leave an index that agrees with the log, and be idempotent.
 
+#![allow(clippy::disallowed_methods, reason = "tests and benchmarks may block")]
+
 use bytes::Bytes;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -4,6 +4,8 @@
 //! partition must return exactly what the model holds; after an unclean restart it must hold a
 //! prefix of what was appended that keeps everything acknowledged as written.
 
+#![allow(clippy::disallowed_methods, reason = "tests and benchmarks may block")]
+
 use bytes::Bytes;
 use proptest::prelude::*;
 use rill_core::message::{MessageBatch, MessageIter, OutgoingMessage};

@@ -333,6 +333,10 @@ impl LoggingConfig {
 }
 
 impl Config {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "boot: runs before any shard serves"
+    )]
     /// Loads the configuration: embedded default, then `file` (if any), then the environment.
     /// Returns the config and warnings to log once logging is up.
     pub fn load(
@@ -513,6 +517,7 @@ fn merge(base: &mut toml::Table, overrides: toml::Table, prefix: &str) -> Result
     Ok(())
 }
 
+#[allow(clippy::disallowed_methods, reason = "tests")]
 #[cfg(test)]
 mod tests {
     use super::*;

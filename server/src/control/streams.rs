@@ -85,15 +85,15 @@ impl ControlPlane {
         self.commit(MetadataOp::DeleteStream { id }).await?;
         self.forget_groups(id, None);
         self.close_partitions(keys).await;
-        remove_dir(&stream_dir(&self.shard.shared.config.system.path, id));
+        remove_dir(&stream_dir(&self.shard.shared.config.system.path, id)).await;
         Ok(Vec::new())
     }
 }
 
 /// Removes a directory left after its partitions were deleted; a failure only leaves garbage
 /// that the next boot removes.
-pub(super) fn remove_dir(dir: &std::path::Path) {
-    if let Err(error) = std::fs::remove_dir_all(dir)
+pub(super) async fn remove_dir(dir: &std::path::Path) {
+    if let Err(error) = crate::storage::blocking::remove_dir_all(dir).await
         && error.kind() != std::io::ErrorKind::NotFound
     {
         tracing::warn!(dir = %dir.display(), %error, "cannot remove directory");

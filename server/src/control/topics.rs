@@ -174,7 +174,8 @@ impl ControlPlane {
             &self.shard.shared.config.system.path,
             stream_id,
             id,
-        ));
+        ))
+        .await;
         Ok(Vec::new())
     }
 

@@ -60,7 +60,7 @@ pub async fn handle(shard: &Shard, session: &mut Session, request: Request) -> H
             login::login_with_token(shard, session, request).await
         }
         Request::LogoutUser(_) => login::logout(shard, session),
-        Request::GetStats(_) => system::stats(shard, user_id),
+        Request::GetStats(_) => system::stats(shard, user_id).await,
         Request::GetMe(_) => system::me(shard, session),
         Request::GetClient(request) => system::client(shard, user_id, request),
         Request::GetClients(_) => system::clients(shard, user_id),

@@ -88,6 +88,10 @@ fn build_archive(
     Ok(archive.finish()?.into_inner())
 }
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "runs on the blocking pool (spawn_blocking above)"
+)]
 fn filesystem_overview(data_dir: &Path) -> String {
     let mut out = String::new();
     let mut stack = vec![data_dir.to_path_buf()];
@@ -109,6 +113,10 @@ fn filesystem_overview(data_dir: &Path) -> String {
     out
 }
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "runs on the blocking pool (spawn_blocking above)"
+)]
 fn process_list() -> String {
     let mut out = String::from("pid command\n");
     if let Ok(entries) = std::fs::read_dir("/proc") {

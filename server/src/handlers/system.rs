@@ -9,15 +9,19 @@ use rill_core::ErrorCode;
 use rill_core::requests::GetClient;
 use rill_core::responses::{ClusterMetadata, ClusterNode};
 
-pub fn stats(shard: &Shard, user_id: u32) -> HandlerResult {
+/// GetStats. Its process and machine figures come from /proc and statvfs: read on the blocking
+/// pool, not on the shard's event loop.
+pub async fn stats(shard: &Shard, user_id: u32) -> HandlerResult {
     let counts = shard.metadata(|metadata| {
         check(metadata, user_id, Action::ReadServers)?;
         Ok::<_, ErrorCode>(crate::stats::metadata_counts(metadata))
     })??;
-    Ok(Response::encoded(&crate::stats::server_stats(
-        &shard.shared,
-        counts,
-    )))
+    let shared = shard.shared.clone();
+    let stats =
+        crate::storage::blocking::run(move || Ok(crate::stats::server_stats(&shared, counts)))
+            .await
+            .map_err(|_| ErrorCode::Error)?;
+    Ok(Response::encoded(&stats))
 }
 
 pub fn me(shard: &Shard, session: &Session) -> HandlerResult {

@@ -101,6 +101,10 @@ fn io_error(context: &str, path: &Path, error: io::Error) -> MetadataLogError {
     MetadataLogError(format!("{context} {}: {error}", path.display()))
 }
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "boot: runs before any shard serves"
+)]
 /// Rebuilds the metadata from the snapshot and log in `dir` (created if missing), truncating a
 /// torn log tail. Runs at boot, before the shards start.
 pub fn recover(dir: &Path) -> Result<Recovered, MetadataLogError> {
@@ -271,6 +275,10 @@ impl MetadataLog {
     }
 }
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "runs on the blocking pool (MetadataLog::snapshot)"
+)]
 /// Replaces the snapshot with `bytes` (temporary file, fsync, rename, directory fsync), then
 /// empties the log the snapshot now covers. Blocking: runs on the blocking pool.
 fn write_snapshot(dir: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -288,6 +296,7 @@ fn write_snapshot(dir: &Path, bytes: &[u8]) -> io::Result<()> {
     log.sync_all()
 }
 
+#[allow(clippy::disallowed_methods, reason = "tests")]
 #[cfg(test)]
 mod tests {
     use super::*;

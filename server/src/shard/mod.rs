@@ -225,7 +225,7 @@ impl Shard {
         }
         if delete {
             let dir = partitions::partition_dir(&self.shared.config.system.path, &key);
-            if let Err(error) = std::fs::remove_dir_all(&dir)
+            if let Err(error) = crate::storage::blocking::remove_dir_all(&dir).await
                 && error.kind() != std::io::ErrorKind::NotFound
             {
                 tracing::error!(partition = %key, %error, "cannot delete partition directory");

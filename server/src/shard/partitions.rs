@@ -5,7 +5,7 @@
 use super::message::{ConsumerKey, PartitionCall, PollArgs, Polled, StoredOffset};
 use super::table::{PartitionCounters, PartitionKey};
 use crate::metrics::ShardMetricsHandle;
-use crate::storage::{self, BufferPool, PartitionConfig, PartitionStats};
+use crate::storage::{self, BufferPool, PartitionConfig, PartitionStats, blocking};
 use compio::io::AsyncWriteAtExt;
 use rill_core::ErrorCode;
 use rill_core::message::MessageBatch;
@@ -70,11 +70,12 @@ impl LocalPartition {
         metrics: ShardMetricsHandle,
     ) -> Result<LocalPartition, ErrorCode> {
         let dir = partition_dir(data_dir, &key);
-        let has_segments = std::fs::read_dir(&dir)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .any(|entry| entry.file_name().to_string_lossy().ends_with(".log"))
+        let has_segments = blocking::read_dir_names(&dir)
+            .await
+            .map(|names| {
+                names
+                    .iter()
+                    .any(|name| name.to_string_lossy().ends_with(".log"))
             })
             .unwrap_or(false);
         let storage = if has_segments {
@@ -86,7 +87,7 @@ impl LocalPartition {
             }
             partition
         } else {
-            std::fs::create_dir_all(&dir).map_err(|error| {
+            compio::fs::create_dir_all(&dir).await.map_err(|error| {
                 tracing::error!(partition = %key, %error, "cannot create partition directory");
                 ErrorCode::CannotCreatePartitionDirectory
             })?;
@@ -110,7 +111,7 @@ impl LocalPartition {
             gate: async_lock::RwLock::new(()),
             closed: Cell::new(false),
         };
-        partition.load_offsets();
+        partition.load_offsets().await;
         partition.refresh_counters();
         Ok(partition)
     }
@@ -142,7 +143,7 @@ impl LocalPartition {
                 let fresh = Rc::new(fresh);
                 *self.storage.borrow_mut() = Rc::clone(&fresh);
                 // Stored offsets never point past the data (memory mode may have lost some).
-                self.load_offsets();
+                self.load_offsets().await;
                 Ok(fresh)
             }
             Err(error) => {
@@ -160,15 +161,15 @@ impl LocalPartition {
         let old = self.writable_storage().await?;
         let config = old.config().clone();
         old.close().await.map_err(storage_error)?;
-        let entries = std::fs::read_dir(&self.dir).map_err(|error| {
+        let names = blocking::read_dir_names(&self.dir).await.map_err(|error| {
             tracing::error!(partition = %self.key, %error, "cannot list partition directory for purge");
             ErrorCode::CannotReadPartitions
         })?;
-        for entry in entries.flatten() {
-            let name = entry.file_name();
+        for name in names {
             let name = name.to_string_lossy();
             if name.ends_with(".log") || name.ends_with(".index") || name == "clean_shutdown" {
-                std::fs::remove_file(entry.path()).map_err(|error| {
+                let path = self.dir.join(name.as_ref());
+                compio::fs::remove_file(&path).await.map_err(|error| {
                     tracing::error!(partition = %self.key, %error, file = %name, "cannot delete segment file for purge");
                     ErrorCode::SegmentNotFound
                 })?;
@@ -184,24 +185,21 @@ impl LocalPartition {
         Ok(())
     }
 
-    fn load_offsets(&self) {
+    async fn load_offsets(&self) {
         let current = self.storage().current_offset();
         for (kind, make) in [
             ("consumers", ConsumerKey::Consumer as fn(u32) -> ConsumerKey),
             ("groups", ConsumerKey::Group),
         ] {
-            let Ok(entries) = std::fs::read_dir(self.dir.join("offsets").join(kind)) else {
+            let dir = self.dir.join("offsets").join(kind);
+            let Ok(names) = blocking::read_dir_names(&dir).await else {
                 continue;
             };
-            for entry in entries.flatten() {
-                let Some(id) = entry
-                    .file_name()
-                    .to_str()
-                    .and_then(|name| name.parse::<u32>().ok())
-                else {
+            for name in names {
+                let Some(id) = name.to_str().and_then(|name| name.parse::<u32>().ok()) else {
                     continue;
                 };
-                let Ok(bytes) = std::fs::read(entry.path()) else {
+                let Ok(bytes) = blocking::read(&dir.join(&name)).await else {
                     continue;
                 };
                 let Ok(bytes) = <[u8; 8]>::try_from(bytes.as_slice()) else {
@@ -423,7 +421,7 @@ impl LocalPartition {
         let _exclusive = self.exclusive().await?;
         self.purge_log().await?;
         self.offsets.borrow_mut().clear();
-        let _ = std::fs::remove_dir_all(self.dir.join("offsets"));
+        let _ = blocking::remove_dir_all(&self.dir.join("offsets")).await;
         self.refresh_counters();
         Ok(())
     }

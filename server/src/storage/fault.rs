@@ -56,6 +56,10 @@ pub(crate) fn injected(_point: FaultPoint, _path: &Path) -> Option<io::Error> {
     None
 }
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "test builds only (fault-injection feature)"
+)]
 #[cfg(feature = "fault-injection")]
 #[cold]
 fn injected_from(control: &Path, point: FaultPoint, path: &Path) -> Option<io::Error> {
@@ -80,6 +84,7 @@ fn parse(spec: &str, point: FaultPoint, path: &Path) -> Option<io::Error> {
     Some(io::Error::from_raw_os_error(errno))
 }
 
+#[allow(clippy::disallowed_methods, reason = "tests")]
 #[cfg(test)]
 mod tests {
     use super::*;

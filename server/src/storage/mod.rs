@@ -193,6 +193,7 @@
 //!   byte-identical); sealed segments never change.
 //! * No `RefCell` borrow is held across an `.await`.
 
+pub mod blocking;
 mod config;
 mod error;
 mod fault;

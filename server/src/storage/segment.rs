@@ -101,7 +101,8 @@ impl IndexFile {
         if let Some(file) = self.file.borrow().as_ref() {
             return Ok(Rc::clone(file));
         }
-        let exists = std::fs::exists(&self.path)
+        let exists = super::blocking::exists(&self.path)
+            .await
             .map_err(|error| StorageError::io(IoOperation::Open, &self.path, error))?;
         let file = Rc::new(DirectFile::open(&self.path, !exists).await?);
         // Another task of this shard may have opened it while we waited: keep one.

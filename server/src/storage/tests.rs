@@ -2,6 +2,8 @@
 //! on-disk formats, reopen, timestamps, retention, purge, flush, limits, errors, the pool on the
 //! hot path, and the buffered fallback. Model and crash tests are in `server/tests/`.
 
+#![allow(clippy::disallowed_methods, reason = "tests and benchmarks may block")]
+
 use super::*;
 use bytes::Bytes;
 use rill_core::message::{MessageBatch, MessageIter, OutgoingMessage};

@@ -116,6 +116,10 @@ pub fn gather_partitions(
     (storage, top_partitions(activity, top))
 }
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the HTTP endpoint's thread, never a shard"
+)]
 /// Reads the process's figures from /proc.
 pub fn process_figures(started_at_micros: u64) -> ProcessFigures {
     let info = crate::system_info::process();
@@ -139,6 +143,10 @@ pub struct IoUringTracker {
 }
 
 impl IoUringTracker {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the HTTP endpoint's thread, never a shard"
+    )]
     /// Reads every shard's ring (by its fd) and returns the extended counters.
     pub fn read(&mut self, ring_fds: &[i32]) -> Vec<Option<RingCounters>> {
         ring_fds

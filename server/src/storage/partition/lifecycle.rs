@@ -6,6 +6,7 @@ use super::outcome::{RecoveryReport, WriteCounters};
 use super::retention::remove_segment_files;
 use super::state::{Inner, Segment, State};
 use super::writer::writer_loop;
+use crate::storage::blocking;
 use crate::storage::config::{AckMode, PartitionConfig};
 use crate::storage::error::{IoOperation, StorageError};
 use crate::storage::file::sync_directory;
@@ -32,11 +33,11 @@ impl Partition {
         compio::fs::create_dir_all(&dir)
             .await
             .map_err(|error| StorageError::io(IoOperation::Directory, &dir, error))?;
-        if !list_segments(&dir)?.is_empty() {
+        if !list_segments(&dir).await?.is_empty() {
             return Err(StorageError::AlreadyExists(dir));
         }
         // A marker left from an earlier partition in this directory must not vouch for ours.
-        match std::fs::remove_file(dir.join(CLEAN_SHUTDOWN_MARKER)) {
+        match compio::fs::remove_file(dir.join(CLEAN_SHUTDOWN_MARKER)).await {
             Ok(()) => {}
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(error) => return Err(StorageError::io(IoOperation::Remove, &dir, error)),
@@ -69,7 +70,7 @@ impl Partition {
         if !dir.is_dir() {
             return Err(StorageError::NotFound(dir));
         }
-        let starts = list_segments(&dir)?;
+        let starts = list_segments(&dir).await?;
         if starts.is_empty() {
             tracing::warn!(dir = %dir.display(), "partition directory holds no segments; starting empty at offset 0");
             let partition = Partition::create(dir, config, pool).await?;
@@ -81,9 +82,10 @@ impl Partition {
         }
         // The marker vouches for the files only until the next write: remove it first.
         let marker_path = dir.join(CLEAN_SHUTDOWN_MARKER);
-        let marker = match std::fs::read(&marker_path) {
+        let marker = match blocking::read(&marker_path).await {
             Ok(bytes) => {
-                std::fs::remove_file(&marker_path)
+                compio::fs::remove_file(&marker_path)
+                    .await
                     .map_err(|error| StorageError::io(IoOperation::Remove, &marker_path, error))?;
                 sync_directory(&dir).await?;
                 decode_clean_marker(&bytes)
@@ -412,30 +414,21 @@ impl Partition {
         }
         let dir = self.inner.dir.clone();
         drop(self);
-        let removed = compio::runtime::spawn_blocking({
-            let dir = dir.clone();
-            move || std::fs::remove_dir_all(dir)
-        })
-        .await;
-        match removed {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(error)) => Err(StorageError::io(IoOperation::Remove, dir, error)),
-            Err(error) => Err(StorageError::io(IoOperation::Remove, dir, error.into())),
-        }
+        blocking::remove_dir_all(&dir)
+            .await
+            .map_err(|error| StorageError::io(IoOperation::Remove, dir, error))
     }
 }
 
 /// Start offsets of the `.log` files in `dir`, ascending.
-pub(super) fn list_segments(dir: &Path) -> Result<Vec<u64>, StorageError> {
-    let entries = std::fs::read_dir(dir)
+pub(super) async fn list_segments(dir: &Path) -> Result<Vec<u64>, StorageError> {
+    let names = blocking::read_dir_names(dir)
+        .await
         .map_err(|error| StorageError::io(IoOperation::Directory, dir, error))?;
-    let mut starts = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|error| StorageError::io(IoOperation::Directory, dir, error))?;
-        if let Some(start) = entry.file_name().to_str().and_then(parse_log_name) {
-            starts.push(start);
-        }
-    }
+    let mut starts: Vec<u64> = names
+        .iter()
+        .filter_map(|name| name.to_str().and_then(parse_log_name))
+        .collect();
     starts.sort_unstable();
     Ok(starts)
 }
