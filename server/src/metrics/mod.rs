@@ -214,8 +214,9 @@ impl TransportMetrics {
     }
 
     pub fn disconnected(&self) {
-        self.connections
-            .set(self.connections.get().saturating_sub(1));
+        let open = self.connections.get();
+        debug_assert!(open > 0, "a connection counted out twice");
+        self.connections.set(open.saturating_sub(1));
     }
 
     fn snapshot(&self) -> TransportSnapshot {
@@ -293,6 +294,9 @@ pub struct ShardMetrics {
     pub metadata_snapshots: Counter,
     /// The shard's io_uring file descriptor (-1 until the runtime is built).
     pub ring_fd: AtomicI32,
+    /// Debug builds: the one thread that writes these cells through a handle.
+    #[cfg(debug_assertions)]
+    writer: std::sync::OnceLock<std::thread::ThreadId>,
 }
 
 impl Default for ShardMetrics {
@@ -329,6 +333,8 @@ impl Default for ShardMetrics {
             metadata_log_appends: Counter::default(),
             metadata_snapshots: Counter::default(),
             ring_fd: AtomicI32::new(-1),
+            #[cfg(debug_assertions)]
+            writer: std::sync::OnceLock::new(),
         }
     }
 }
@@ -507,7 +513,20 @@ impl Deref for ShardMetricsHandle {
     type Target = ShardMetrics;
 
     fn deref(&self) -> &ShardMetrics {
-        &self.metrics.shards[self.shard]
+        let cells = &self.metrics.shards[self.shard];
+        // The cells' relaxed load-and-store updates are correct only with one writer: in debug
+        // builds, the first thread to write a shard's cells is the only one allowed to.
+        #[cfg(debug_assertions)]
+        {
+            let me = std::thread::current().id();
+            let writer = *cells.writer.get_or_init(|| me);
+            assert_eq!(
+                writer, me,
+                "shard {}'s metric cells are written by one thread only",
+                self.shard
+            );
+        }
+        cells
     }
 }
 
@@ -626,5 +645,16 @@ mod tests {
         let snapshot = metrics.snapshot();
         assert_eq!(snapshot.shards[0].appends, 10_000);
         assert_eq!(snapshot.shards[1].appends, 10_000);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    fn a_second_writer_thread_is_caught_in_debug_builds() {
+        let metrics = Arc::new(Metrics::new(1));
+        let handle = ShardMetricsHandle::new(metrics.clone(), 0);
+        handle.appends.inc();
+        let other = ShardMetricsHandle::new(metrics, 0);
+        let result = std::thread::spawn(move || other.appends.inc()).join();
+        assert!(result.is_err(), "a write from another thread panics");
     }
 }

@@ -97,6 +97,7 @@ pub(super) fn rotate(state: &mut State) {
     let start = state.next_offset;
     state.segments.push_back(Segment::new_active(start, None));
     state.tail_len = 0;
+    state.check_consistency();
 }
 
 /// The synchronous part of an append: rotation, stamping, indexing, staging.
@@ -200,6 +201,7 @@ pub(super) fn accept(
     state.pending_bytes += size;
     state.unwritten_bytes += size;
     state.kick_writer();
+    state.check_consistency();
     Ok(AppendOutcome {
         first_offset,
         last_offset: offset - 1,

@@ -265,6 +265,7 @@ impl Partition {
             work_generation: 0,
             writes: WriteCounters::default(),
         };
+        state.check_consistency();
         let inner = Rc::new(Inner {
             dir,
             config,

@@ -22,6 +22,7 @@ impl Partition {
             {
                 victims.push(state.segments.pop_front().expect("checked"));
             }
+            state.check_consistency();
             victims
         };
         let deleted = victims.len() as u32;
@@ -79,6 +80,7 @@ impl Partition {
             {
                 victims.push(state.segments.pop_front().expect("checked"));
             }
+            state.check_consistency();
             victims
         };
         self.remove_segments(victims).await
@@ -118,6 +120,7 @@ impl Partition {
                     victims.push(segment);
                 }
             }
+            state.check_consistency();
             victims
         };
         let outcome = RetentionOutcome {

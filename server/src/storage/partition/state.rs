@@ -161,6 +161,54 @@ impl State {
         None
     }
 
+    /// Checks the invariants that tie the state together (debug builds; a no-op in release).
+    /// Called after every change that moves offsets, counts or segments, as redb's
+    /// `debug_check_consistency`: a bug shows where it happens, not pages of reads later.
+    pub(super) fn check_consistency(&self) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        let active = self.active();
+        assert_eq!(
+            active.end_offset(),
+            self.next_offset,
+            "the active segment ends at the next offset"
+        );
+        for pair in self.segments.iter().zip(self.segments.iter().skip(1)) {
+            // Ordered and not overlapping; a gap is possible where recovery cut a damaged
+            // sealed segment short.
+            assert!(
+                pair.0.start_offset < pair.1.start_offset
+                    && pair.0.end_offset() <= pair.1.start_offset,
+                "segments [{}, {}) and [{}, ..) are out of order",
+                pair.0.start_offset,
+                pair.0.end_offset(),
+                pair.1.start_offset
+            );
+        }
+        for segment in &self.segments {
+            assert!(segment.written_count <= segment.accepted_count);
+            assert!(segment.written_len <= segment.accepted_len);
+            assert!(segment.index_persisted <= segment.accepted_count);
+            if let Some(index) = &segment.index {
+                assert_eq!(
+                    index.len() as u64,
+                    segment.accepted_count,
+                    "one index entry per accepted message of segment {}",
+                    segment.start_offset
+                );
+            }
+        }
+        assert!(
+            self.durable_end <= self.written_end && self.written_end <= self.next_offset,
+            "watermarks in order: durable {} <= written {} <= next {}",
+            self.durable_end,
+            self.written_end,
+            self.next_offset
+        );
+        assert!(self.tail_len < BLOCK_SIZE, "the tail is a partial block");
+    }
+
     pub(super) fn kick_writer(&mut self) {
         self.work_generation += 1;
     }

@@ -277,8 +277,15 @@ pub(super) fn take_round(state: &mut State) -> Round {
     let bytes = log_end - segment.written_len;
     let messages = end_count - segment.written_count;
     let end_offset = segment.end_offset();
-    state.pending_messages = state.pending_messages.saturating_sub(messages);
-    state.pending_bytes = state.pending_bytes.saturating_sub(bytes);
+    // Pending counts what was accepted and not yet taken: a round never takes more.
+    assert!(
+        state.pending_messages >= messages && state.pending_bytes >= bytes,
+        "a round takes {messages} messages / {bytes} bytes of {} / {} pending",
+        state.pending_messages,
+        state.pending_bytes
+    );
+    state.pending_messages -= messages;
+    state.pending_bytes -= bytes;
     state.writes.record_round(messages, bytes);
     Round {
         segment_start,
@@ -359,6 +366,7 @@ pub(super) async fn write_round(
         state.unsynced.push(files);
     }
     state.unsynced_end = state.written_end;
+    state.check_consistency();
     Ok(())
 }
 
