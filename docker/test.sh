@@ -55,8 +55,10 @@ cleanup() {
     local status=$?
     set +e
     if [[ -n $compose_project ]]; then
+        # The compose file requires IGGY_ROOT_PASSWORD even to take the service down.
         (cd "$root/docker" && COMPOSE_PROJECT_NAME=$compose_project IGGY_IMAGE=$image \
-            "${compose[@]}" down --volumes --remove-orphans --timeout 20 >/dev/null 2>&1)
+            IGGY_ROOT_PASSWORD=$password "${compose[@]}" down --volumes --remove-orphans \
+            --timeout 20 >/dev/null 2>&1)
     fi
     for container in "${containers[@]}"; do
         docker rm --force --volumes "$container" >/dev/null 2>&1
