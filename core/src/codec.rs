@@ -71,6 +71,11 @@ impl<'a> Reader<'a> {
         Ok(slice)
     }
 
+    /// The bytes not read yet, without reading them.
+    pub fn unread(&self) -> &'a [u8] {
+        &self.bytes[self.position..]
+    }
+
     /// Takes everything left.
     pub fn rest(&mut self) -> &'a [u8] {
         let slice = &self.bytes[self.position..];

@@ -1,6 +1,7 @@
 //! Status codes of the wire protocol (protocol.md section 8) and the decode error type.
 //!
-//! Every numeric status an Iggy 0.8.0 server or client can produce is one variant of
+//! Every numeric status an Iggy 0.8.0 server or client can produce, and the few the 0.9 protocol
+//! added (protocol-0.9.md section 7), is one variant of
 //! [`ErrorCode`]; the discriminant *is* the wire value. Decoders report a [`DecodeError`], which
 //! carries the status to answer with and a short description of what was wrong for the log.
 
@@ -93,6 +94,10 @@ error_codes! {
     InvalidPersonalAccessToken = 53 => "Invalid personal access token",
     PersonalAccessTokenExpired = 54 => "Personal access token expired",
     UsersLimitReached = 55 => "Users limit reached",
+    InvalidPersonalAccessTokenExpiry = 56 => "Invalid personal access token expiry",
+    TransientNotCommitted = 57 => "Request not committed yet",
+    TransientNotAccepted = 58 => "Request not accepted yet",
+    RequestAlreadyApplied = 59 => "Request already applied",
     NotConnected = 61 => "Not connected",
     ClientShutdown = 63 => "Client shutdown",
     InvalidTlsDomain = 64 => "Invalid TLS domain",
@@ -225,6 +230,9 @@ error_codes! {
     InvalidMessageTimestampDelta = 4038 => "Invalid message timestamp delta",
     InvalidBatchChecksum = 4039 => "Invalid batch checksum",
     InvalidHeaderKind = 4040 => "Invalid header kind",
+    UnsupportedOptionKey = 4041 => "Unsupported option key",
+    InvalidOptionValue = 4042 => "Invalid option value",
+    OptionsBlockTooLarge = 4043 => "Options block too large",
     CannotSendMessagesDueToClientDisconnection = 4050 => "Cannot send messages due to client disconnection",
     BackgroundSendError = 4051 => "Background send error",
     BackgroundSendTimeout = 4052 => "Background send timeout",
@@ -243,6 +251,7 @@ error_codes! {
     ConsumerGroupMemberNotFound = 5006 => "Consumer group member not found",
     CannotCreateConsumerGroupInfo = 5007 => "Cannot create consumer group info",
     CannotDeleteConsumerGroupInfo = 5008 => "Cannot delete consumer group info",
+    ConsumerGroupPartitionNotOwned = 5009 => "Consumer group partition not owned",
     MissingBaseOffsetRetainedMessageBatch = 6000 => "Missing base offset retained message batch",
     MissingLastOffsetDeltaRetainedMessageBatch = 6001 => "Missing last offset delta retained message batch",
     MissingMaxTimestampRetainedMessageBatch = 6002 => "Missing max timestamp retained message batch",
@@ -347,7 +356,8 @@ mod tests {
             previous = code.code();
             assert_eq!(ErrorCode::from_code(code.code()), Some(code));
         }
-        assert_eq!(ErrorCode::ALL.len(), 223);
+        // 223 codes of 0.8.0 and the 8 the 0.9 protocol added (protocol-0.9.md section 7).
+        assert_eq!(ErrorCode::ALL.len(), 231);
         assert_eq!(ErrorCode::from_code(0), None);
         assert_eq!(ErrorCode::from_code(999_999), None);
     }

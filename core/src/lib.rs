@@ -17,6 +17,8 @@ pub mod message;
 pub mod primitives;
 pub mod requests;
 pub mod responses;
+pub mod units;
+pub mod v09;
 
 pub use codec::{Decode, Encode, Reader};
 pub use error::{DecodeError, ErrorCode};

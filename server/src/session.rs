@@ -1,7 +1,9 @@
 //! One connection's session (one client, protocol.md 1.4), and the connection-move policy: when
 //! a plain TCP connection should be handed to the shard that owns the partitions it uses.
 
+use bytes::Bytes;
 use rill_core::primitives::Transport;
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +27,60 @@ pub struct Session {
     pub login_failures: u32,
     /// The transport closes the connection once the current response is written.
     pub close_requested: bool,
+    /// The protocol generation the connection speaks, decided by its first bytes.
+    pub generation: Generation,
+    pub v09: V09State,
+}
+
+/// Which protocol generation a connection speaks (protocol-0.9.md 1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Generation {
+    #[default]
+    Undecided,
+    V08,
+    V09,
+}
+
+/// How many replies to replicated metadata requests a 0.9 session keeps for re-sending, as
+/// upstream does (protocol-0.9.md 3.6).
+pub const V09_REPLY_RING: usize = 5;
+
+/// A 0.9 session: its number, bound at login, and the replies to its latest replicated
+/// metadata requests, so that a repeated request is answered again instead of applied twice.
+#[derive(Debug, Clone, Default)]
+pub struct V09State {
+    /// 0 until a login binds one.
+    pub session: u64,
+    /// The highest request number applied.
+    pub highest: u64,
+    /// (request number, request checksum, reply frame), oldest first.
+    pub replies: VecDeque<(u64, u128, Vec<Bytes>)>,
+}
+
+impl V09State {
+    /// The reply to an earlier request with this number, if it is still kept and the checksums
+    /// agree (0 agrees with anything).
+    pub fn cached(&self, request: u64, checksum: u128) -> Option<&Vec<Bytes>> {
+        self.replies
+            .iter()
+            .find(|(number, sum, _)| {
+                *number == request && (checksum == 0 || *sum == 0 || *sum == checksum)
+            })
+            .map(|(_, _, reply)| reply)
+    }
+
+    pub fn remember(&mut self, request: u64, checksum: u128, reply: Vec<Bytes>) {
+        self.highest = self.highest.max(request);
+        if self.replies.len() == V09_REPLY_RING {
+            self.replies.pop_front();
+        }
+        self.replies.push_back((request, checksum, reply));
+    }
+
+    /// A new login or a logout starts over.
+    pub fn reset(&mut self) {
+        *self = V09State::default();
+    }
 }
 
 impl Session {
@@ -39,6 +95,8 @@ impl Session {
             revoked: Arc::new(AtomicBool::new(false)),
             login_failures: 0,
             close_requested: false,
+            generation: Generation::Undecided,
+            v09: V09State::default(),
         }
     }
 

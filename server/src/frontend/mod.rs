@@ -5,6 +5,7 @@
 pub mod ports;
 pub mod quic;
 pub mod tcp;
+pub mod v09;
 
 use crate::admission::BodyPermit;
 use crate::clients::ClientEntry;
@@ -344,20 +345,35 @@ pub async fn process_frame(
             return ResponseFrame::error(error.code);
         }
     };
+    match run(shard, session, command_slot, request, started).await {
+        Ok(response) => ResponseFrame::ok(response),
+        Err(code) => ResponseFrame::error(code),
+    }
+}
+
+/// Handles one decoded request and records it (see [`process_frame`]); both protocol
+/// generations end here.
+pub async fn run(
+    shard: &Shard,
+    session: &mut Session,
+    command_slot: usize,
+    request: Request,
+    started: Instant,
+) -> handlers::HandlerResult {
     let sent = match &request {
         Request::SendMessages(send) => Some((send.batch.count(), send.batch.size())),
         _ => None,
     };
     let command = request.command();
     let result = handlers::handle(shard, session, request).await;
-    match result {
+    match &result {
         Ok(response) => {
             let metrics = &shard.metrics;
             if let Some((count, size)) = sent {
                 metrics.messages_in.add(u64::from(count));
                 metrics.messages_in_bytes.add(size as u64);
             }
-            if let Response::Polled { header, chunks } = &response {
+            if let Response::Polled { header, chunks } = response {
                 // Poll header: partition id u32, current offset u64, message count u32.
                 let count = u32::from_le_bytes(header[12..16].try_into().expect("4 bytes"));
                 metrics.messages_out.add(u64::from(count));
@@ -367,18 +383,17 @@ pub async fn process_frame(
             }
             let elapsed = record(shard, session, command_slot, None, started);
             tracing::trace!(client_id = session.client_id, %command, ?elapsed, "request handled");
-            ResponseFrame::ok(response)
         }
         Err(code) => {
-            let elapsed = record(shard, session, command_slot, Some(code), started);
+            let elapsed = record(shard, session, command_slot, Some(*code), started);
             tracing::debug!(client_id = session.client_id, %command, %code, ?elapsed, "request failed");
-            ResponseFrame::error(code)
         }
     }
+    result
 }
 
 /// Counts a finished request and logs it if it was slow. Returns its duration.
-fn record(
+pub fn record(
     shard: &Shard,
     session: &Session,
     command_slot: usize,

@@ -19,7 +19,9 @@ use super::{
     BodyRefusal, Registration, ResponseFrame, admit_body, idle_limit, process_request,
     with_optional_timeout,
 };
-use crate::session::Session;
+use super::v09;
+use crate::admission::BodyPermit;
+use crate::session::{Generation, Session};
 use crate::shard::Shard;
 use bytes::{Bytes, BytesMut};
 use compio_quic::{
@@ -31,6 +33,7 @@ use nix::sys::socket::{self, AddressFamily, SockFlag, SockType, SockaddrStorage,
 use rill_core::ErrorCode;
 use rill_core::frame::{FrameError, REQUEST_HEADER_SIZE, RequestHeader};
 use rill_core::primitives::Transport;
+use rill_core::v09::header as v09_header;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -230,6 +233,52 @@ async fn read_body(
     Ok(body)
 }
 
+/// A request read from a stream, in the generation it was written in.
+enum Incoming<'a> {
+    V08(u32, BytesMut, Option<BodyPermit<'a>>),
+    V09(v09_header::RequestHeader, BytesMut, Option<BodyPermit<'a>>),
+}
+
+/// Reads the rest of a 0.9 request (header and body) whose first eight bytes were read. A
+/// header that cannot be trusted refuses the stream.
+async fn read_v09_request<'a>(
+    shard: &'a Shard,
+    session: &Session,
+    connection: &Connection,
+    recv: &mut RecvStream,
+    first: [u8; REQUEST_HEADER_SIZE],
+) -> io::Result<Result<Incoming<'a>, BodyRefusal>> {
+    let config = &shard.shared.config;
+    let rest =
+        read_exact_array(recv, [0u8; v09_header::HEADER_SIZE - REQUEST_HEADER_SIZE]).await?;
+    let mut bytes = [0u8; v09_header::HEADER_SIZE];
+    bytes[..REQUEST_HEADER_SIZE].copy_from_slice(&first);
+    bytes[REQUEST_HEADER_SIZE..].copy_from_slice(&rest);
+    let metrics = shard.metrics.transport(Transport::Quic);
+    metrics.received_bytes.add(rest.len() as u64);
+    let max_frame = super::tcp::max_v09_frame(config.tcp.max_send_messages_size.0);
+    let header = match v09_header::RequestHeader::parse(&bytes, max_frame) {
+        Ok(header) => header,
+        Err(error) => {
+            tracing::info!(client_id = session.client_id, %error, "refusing a 0.9 stream: bad request header");
+            return Ok(Err(BodyRefusal::Close("request header")));
+        }
+    };
+    let len = header.body_len();
+    let permit = match admit_body(shard, session, len).await {
+        Ok(permit) => permit,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
+    let receive_window = VarInt::from_u64(config.quic.receive_window.0).unwrap_or(VarInt::MAX);
+    let body = if len == 0 {
+        BytesMut::new()
+    } else {
+        read_body(recv, connection, receive_window, len).await?
+    };
+    metrics.received_bytes.add(len as u64);
+    Ok(Ok(Incoming::V09(header, body, permit)))
+}
+
 /// Serves one request stream. Returns a status after which the connection must close.
 async fn serve_stream(
     shard: &Shard,
@@ -244,10 +293,18 @@ async fn serve_stream(
     let receive_window =
         VarInt::from_u64(shard.shared.config.quic.receive_window.0).unwrap_or(VarInt::MAX);
     let asking = &*session;
+    let generation = session.generation;
     let request = async {
-        let header =
-            RequestHeader::parse(read_exact_array(&mut recv, [0u8; REQUEST_HEADER_SIZE]).await?);
+        let first = read_exact_array(&mut recv, [0u8; REQUEST_HEADER_SIZE]).await?;
         metrics.received_bytes.add(REQUEST_HEADER_SIZE as u64);
+        let v09 = match generation {
+            Generation::Undecided => rill_core::v09::is_v09_start(&first),
+            decided => decided == Generation::V09,
+        };
+        if v09 {
+            return read_v09_request(shard, asking, connection, &mut recv, first).await;
+        }
+        let header = RequestHeader::parse(first);
         let payload_len = match header.payload_len(max_send_bytes) {
             Ok(len) => len,
             Err(error) => {
@@ -276,13 +333,13 @@ async fn serve_stream(
             read_body(&mut recv, connection, receive_window, payload_len).await?
         };
         metrics.received_bytes.add(payload_len as u64);
-        io::Result::Ok(Ok((header.code, payload, permit)))
+        io::Result::Ok(Ok(Incoming::V08(header.code, payload, permit)))
     };
     let response = match compio::time::timeout(config.read_timeout.0, request).await {
         Err(_) | Ok(Ok(Err(BodyRefusal::Close(_)))) => {
             tracing::debug!(
                 client_id = session.client_id,
-                "QUIC request stream timed out"
+                "QUIC request stream timed out or was refused"
             );
             let _ = send.reset(CLOSE_TIMEOUT.into());
             return None;
@@ -298,10 +355,23 @@ async fn serve_stream(
             let _ = recv.stop(CLOSE_STATUS.into());
             ResponseFrame::error(status)
         }
-        Ok(Ok(Ok((code, payload, permit)))) => {
+        Ok(Ok(Ok(Incoming::V08(code, payload, permit)))) => {
+            session.generation = Generation::V08;
             let response = process_request(shard, session, code, payload).await;
             drop(permit);
             response
+        }
+        Ok(Ok(Ok(Incoming::V09(header, body, permit)))) => {
+            session.generation = Generation::V09;
+            let reply = v09::process(shard, session, header, body).await;
+            drop(permit);
+            if reply.close {
+                session.close_requested = true;
+            }
+            ResponseFrame {
+                chunks: reply.chunks,
+                status: None,
+            }
         }
     };
     let closes = match response.status {

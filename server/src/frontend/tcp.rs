@@ -7,7 +7,8 @@ use super::{
     BodyRefusal, Registration, ResponseFrame, SMALL_BODY_BYTES, admit_body, idle_limit,
     process_request, with_optional_timeout,
 };
-use crate::session::Session;
+use super::v09;
+use crate::session::{Generation, Session};
 use crate::shard::Shard;
 use crate::shard::message::ShardMessage;
 use bytes::BytesMut;
@@ -20,6 +21,7 @@ use futures_util::future::{Either, select};
 use rill_core::ErrorCode;
 use rill_core::frame::{FrameError, REQUEST_HEADER_SIZE, RequestHeader};
 use rill_core::primitives::Transport;
+use rill_core::v09::header as v09_header;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
@@ -201,6 +203,8 @@ async fn finish<S: AsyncRead + AsyncWrite>(
     let client_id = session.client_id;
     let peer = session.address;
     match stop {
+        // A 0.9 client has no frame for this: it sees the connection close and reconnects.
+        Stop::Shutdown if session.generation == Generation::V09 => {}
         Stop::Shutdown => {
             // Tell the client why, as upstream does, then close.
             let _ = write_frame(
@@ -261,6 +265,25 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
                     .transport(Transport::Tcp)
                     .received_bytes
                     .add(REQUEST_HEADER_SIZE as u64);
+                if session.generation == Generation::Undecided {
+                    session.generation = if rill_core::v09::is_v09_start(&bytes) {
+                        Generation::V09
+                    } else {
+                        Generation::V08
+                    };
+                }
+                if session.generation == Generation::V09 {
+                    if let Err(stop) = serve_v09_request(shard, stream, session, bytes).await {
+                        return stop;
+                    }
+                    if movable
+                        && let Some(owner) = session.affinity.destination()
+                        && !shard.is_shutting_down()
+                    {
+                        return Stop::MoveTo(owner);
+                    }
+                    continue;
+                }
                 RequestHeader::parse(bytes)
             }
         };
@@ -355,6 +378,85 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
             return Stop::MoveTo(owner);
         }
     }
+}
+
+/// Serves one 0.9 request whose first eight header bytes were read: the rest of the header,
+/// the body (admitted as a 0.8 body is), the handling, the reply. A header that cannot be
+/// trusted closes the connection: there is no way to answer it (protocol-0.9.md 2.2).
+async fn serve_v09_request<S: AsyncRead + AsyncWrite>(
+    shard: &Shard,
+    stream: &mut S,
+    session: &mut Session,
+    first: [u8; REQUEST_HEADER_SIZE],
+) -> Result<(), Stop> {
+    let config = &shard.shared.config.tcp;
+    let read_timeout = config.read_timeout.0;
+    let rest = read_exact_array(stream, [0u8; v09_header::HEADER_SIZE - REQUEST_HEADER_SIZE]);
+    let rest = match compio::time::timeout(read_timeout, rest).await {
+        Err(_) => return Err(Stop::Timeout("request header")),
+        Ok(Err(error)) if error.kind() == io::ErrorKind::UnexpectedEof => return Err(Stop::Closed),
+        Ok(Err(error)) => return Err(Stop::Error(error)),
+        Ok(Ok(rest)) => rest,
+    };
+    let mut bytes = [0u8; v09_header::HEADER_SIZE];
+    bytes[..REQUEST_HEADER_SIZE].copy_from_slice(&first);
+    bytes[REQUEST_HEADER_SIZE..].copy_from_slice(&rest);
+    let transport = shard.metrics.transport(Transport::Tcp);
+    transport.received_bytes.add(rest.len() as u64);
+    let max_frame = max_v09_frame(config.max_send_messages_size.0);
+    let header = match v09_header::RequestHeader::parse(&bytes, max_frame) {
+        Ok(header) => header,
+        Err(error) => {
+            tracing::info!(client_id = session.client_id, %error, "closing 0.9 connection: bad request header");
+            return Err(Stop::Closed);
+        }
+    };
+    let body_len = header.body_len();
+    let _permit = match admit_body(shard, session, body_len).await {
+        Ok(permit) => permit,
+        Err(BodyRefusal::Status(code)) => {
+            tracing::info!(client_id = session.client_id, %code, "closing 0.9 connection: body refused");
+            return Err(Stop::Closed);
+        }
+        Err(BodyRefusal::Close(limit)) => return Err(Stop::Timeout(limit)),
+    };
+    let body = if body_len == 0 {
+        BytesMut::new()
+    } else {
+        let read = read_payload(stream, BytesMut::with_capacity(body_len), body_len);
+        match compio::time::timeout(read_timeout, read).await {
+            Err(_) => return Err(Stop::Timeout("request body")),
+            Ok(Err(error)) if error.kind() == io::ErrorKind::UnexpectedEof => {
+                return Err(Stop::Closed);
+            }
+            Ok(Err(error)) => return Err(Stop::Error(error)),
+            Ok(Ok(body)) => body,
+        }
+    };
+    transport.received_bytes.add(body_len as u64);
+    let reply = v09::process(shard, session, header, body).await;
+    drop(_permit);
+    let close = reply.close || session.close_requested;
+    let reply_len: usize = reply.chunks.iter().map(|chunk| chunk.len()).sum();
+    session.affinity.note_request_bytes(body_len + reply_len);
+    let frame = ResponseFrame {
+        chunks: reply.chunks,
+        status: None,
+    };
+    match compio::time::timeout(read_timeout, write_frame(shard, stream, frame)).await {
+        Err(_) => return Err(Stop::Timeout("response write")),
+        Ok(Err(error)) => return Err(Stop::Error(error)),
+        Ok(Ok(())) => {}
+    }
+    if close { Err(Stop::Closed) } else { Ok(()) }
+}
+
+/// The largest 0.9 frame accepted: the largest send body 0.8 accepts, with room for the header
+/// and the batch header and per-message framing around it.
+pub(super) fn max_v09_frame(max_send_bytes: u64) -> u32 {
+    max_send_bytes
+        .saturating_add(1 << 20)
+        .min(u64::from(u32::MAX)) as u32
 }
 
 /// Why no request header was read.

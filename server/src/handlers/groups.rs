@@ -158,3 +158,37 @@ pub fn leave(
     );
     Ok(Response::Empty)
 }
+
+/// SyncConsumerGroup (606, Iggy 0.9 only): the caller's partitions in the group, after a
+/// generation that changes whenever they do; empty when the caller is not a member.
+pub fn sync(
+    shard: &Shard,
+    session: &Session,
+    user_id: u32,
+    request: GetConsumerGroup,
+) -> HandlerResult {
+    let key = resolve_group(
+        shard,
+        user_id,
+        &request.stream_id,
+        &request.topic_id,
+        &request.group_id,
+        Action::ReadTopic,
+    )?;
+    let members = shard.shared.groups.members(&key);
+    let Some((_, partitions)) = members
+        .into_iter()
+        .find(|(client_id, _)| *client_id == session.client_id)
+    else {
+        return Ok(Response::Empty);
+    };
+    let mut out = Vec::with_capacity(12 + 4 * partitions.len());
+    let listed: Vec<u8> = partitions.iter().flat_map(|p| p.to_le_bytes()).collect();
+    // Any value that changes with the assignment will do: the SDK only compares it with the
+    // previous one to restart its round robin.
+    let generation = xxhash_rust::xxh3::xxh3_64(&listed);
+    out.extend_from_slice(&generation.to_le_bytes());
+    out.extend_from_slice(&(partitions.len() as u32).to_le_bytes());
+    out.extend_from_slice(&listed);
+    Ok(Response::Bytes(out))
+}

@@ -5,7 +5,7 @@ use super::access::{check, resolve};
 use super::groups::resolve_group;
 use super::response::{HandlerResult, Response};
 use crate::permissions::Action;
-use crate::session::Session;
+use crate::session::{Generation, Session};
 use crate::shard::Shard;
 use crate::shard::message::{ConsumerKey, PollArgs};
 use crate::shard::routing::Target;
@@ -105,12 +105,16 @@ pub async fn poll(
                 }
                 // A partition the member does not own (any more): nothing to read there.
                 Some(partition_id) => {
-                    return Ok(empty_poll(
-                        shard,
-                        group.stream_id,
-                        group.topic_id,
-                        partition_id,
-                    ));
+                    let mut response =
+                        empty_poll(shard, group.stream_id, group.topic_id, partition_id);
+                    // A 0.9 client learns from partition u32::MAX that its assignment is
+                    // stale and syncs again (protocol-0.9.md 5.6).
+                    if session.generation == Generation::V09
+                        && let Response::Polled { header, .. } = &mut response
+                    {
+                        header[0..4].copy_from_slice(&u32::MAX.to_le_bytes());
+                    }
+                    return Ok(response);
                 }
                 None => match groups.next_partition(&group, session.client_id)? {
                     Some(partition_id) => partition_id,

@@ -43,6 +43,17 @@ pub fn gate(session: &mut Session, code: u32) -> Result<(), ErrorCode> {
     }
 }
 
+/// SyncConsumerGroup (606), which only the 0.9 protocol has: the caller's partitions in a
+/// group, or an empty payload when it is not a member.
+pub fn sync_group(
+    shard: &Shard,
+    session: &Session,
+    request: rill_core::requests::GetConsumerGroup,
+) -> HandlerResult {
+    let user_id = session.user_id.ok_or(ErrorCode::Unauthenticated)?;
+    groups::sync(shard, session, user_id, request)
+}
+
 /// Handles one decoded request for `session` (which passed [`gate`]).
 pub async fn handle(shard: &Shard, session: &mut Session, request: Request) -> HandlerResult {
     let command = request.command();

@@ -1,0 +1,431 @@
+//! Messages at the 0.9 edge (protocol-0.9.md section 6). Storage keeps one format, the 0.8
+//! message (64-byte header, `crate::message`); a 0.9 send is checked (every frame's checksum and
+//! the batch checksum) and rewritten into 0.8 messages, and a poll's stored messages are
+//! rewritten into 0.9 batches. Ids, offsets, timestamps, origin timestamps, user headers and
+//! payloads pass through unchanged, so either generation reads what the other wrote.
+//!
+//! ```text
+//! batch header (256)  partition_id u64, base_offset u64, base_timestamp u64, origin_timestamp u64,
+//!                     batch_length u64, batch_checksum u64, message_count u32, 204 reserved zeros
+//! frame (48 + n)      checksum u64 (XXH3 of frame bytes 8..), id u128, offset_delta u32,
+//!                     timestamp_delta u32, user_headers_length u32, payload_length u32,
+//!                     reserved u64, payload, user headers
+//! ```
+
+use crate::codec::{Decode, Reader};
+use crate::error::{DecodeError, ErrorCode};
+use crate::message::{HEADER_SIZE as V08_HEADER_SIZE, MAX_PAYLOAD_BYTES, MessageView};
+use crate::message::{MessageBatch, OutgoingMessage, SendMessages};
+use crate::primitives::user_headers::MAX_USER_HEADERS_BYTES;
+use crate::primitives::{Identifier, Partitioning};
+use bytes::{BufMut, Bytes};
+use xxhash_rust::xxh3::{Xxh3, xxh3_64};
+
+pub const BATCH_HEADER_SIZE: usize = 256;
+pub const FRAME_HEADER_SIZE: usize = 48;
+
+const BATCH_LENGTH: usize = 32;
+const BATCH_CHECKSUM: usize = 40;
+const MESSAGE_COUNT: usize = 48;
+const BATCH_RESERVED: usize = 52;
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// XXH3 over a batch header's fields and each frame's checksum (protocol-0.9.md 6.4).
+fn batch_checksum(header: &[u8], frame_checksums: impl Iterator<Item = u64>) -> u64 {
+    let mut hasher = Xxh3::new();
+    hasher.update(&header[..BATCH_CHECKSUM]);
+    hasher.update(&header[MESSAGE_COUNT..MESSAGE_COUNT + 4]);
+    for checksum in frame_checksums {
+        hasher.update(&checksum.to_le_bytes());
+    }
+    hasher.digest()
+}
+
+/// One frame of a batch, checked against the bytes left in the batch.
+struct Frame<'a> {
+    checksum: u64,
+    id: u128,
+    timestamp_delta: u32,
+    payload: &'a [u8],
+    user_headers: &'a [u8],
+}
+
+fn parse_frame<'a>(reader: &mut Reader<'a>) -> Result<(Frame<'a>, &'a [u8]), DecodeError> {
+    let start = reader.unread();
+    let checksum = reader.u64("message checksum")?;
+    let id = reader.u128("message id")?;
+    let _offset_delta = reader.u32("offset delta")?;
+    let timestamp_delta = reader.u32("timestamp delta")?;
+    let user_headers_len = reader.u32("user headers length")? as usize;
+    let payload_len = reader.u32("payload length")? as usize;
+    if reader.u64("message reserved")? != 0 {
+        return Err(DecodeError::new(ErrorCode::InvalidReservedField, "message reserved"));
+    }
+    if payload_len > MAX_PAYLOAD_BYTES {
+        return Err(DecodeError::new(ErrorCode::TooBigMessagePayload, "payload"));
+    }
+    if user_headers_len > MAX_USER_HEADERS_BYTES {
+        return Err(DecodeError::new(ErrorCode::TooBigUserHeaders, "user headers"));
+    }
+    let payload = reader.take(payload_len, "message payload")?;
+    let user_headers = reader.take(user_headers_len, "user headers")?;
+    let whole = &start[..FRAME_HEADER_SIZE + payload_len + user_headers_len];
+    Ok((
+        Frame {
+            checksum,
+            id,
+            timestamp_delta,
+            payload,
+            user_headers,
+        },
+        whole,
+    ))
+}
+
+/// Decodes a 0.9 SendMessages body (protocol-0.9.md 6.1) into the 0.8 request the handlers
+/// take, checking every checksum: 4027 for a frame, 4039 for the batch, 3 for a batch that does
+/// not tile the body or disagrees with its count.
+pub fn decode_send(body: &[u8]) -> Result<SendMessages, DecodeError> {
+    let mut reader = Reader::new(body);
+    let metadata_len = reader.u32("metadata length")? as usize;
+    let mut metadata = Reader::new(reader.take(metadata_len, "send metadata")?);
+    let invalid_identifier = |_| DecodeError::new(ErrorCode::InvalidIdentifier, "identifier");
+    let stream_id = Identifier::decode(&mut metadata).map_err(invalid_identifier)?;
+    let topic_id = Identifier::decode(&mut metadata).map_err(invalid_identifier)?;
+    let partitioning = Partitioning::decode(&mut metadata)?;
+    let messages_count = metadata.u32("messages count")?;
+    let batch = reader.rest();
+    if batch.len() < BATCH_HEADER_SIZE {
+        return Err(DecodeError::invalid("batch header"));
+    }
+    let (header, frames) = batch.split_at(BATCH_HEADER_SIZE);
+    let count = u32_at(header, MESSAGE_COUNT);
+    if count == 0 || count != messages_count {
+        return Err(DecodeError::new(ErrorCode::InvalidMessagesCount, "messages count"));
+    }
+    if u64_at(header, BATCH_LENGTH) != batch.len() as u64 {
+        return Err(DecodeError::invalid("batch length"));
+    }
+    if header[BATCH_RESERVED..].iter().any(|&byte| byte != 0) {
+        return Err(DecodeError::new(ErrorCode::InvalidReservedField, "batch reserved"));
+    }
+    let origin_timestamp = u64_at(header, 24);
+    let mut reader = Reader::new(frames);
+    let mut messages = Vec::with_capacity(count as usize);
+    let mut checksums = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let (frame, whole) = parse_frame(&mut reader)?;
+        if xxh3_64(&whole[8..]) != frame.checksum {
+            return Err(DecodeError::new(ErrorCode::InvalidMessageChecksum, "message checksum"));
+        }
+        checksums.push(frame.checksum);
+        messages.push(OutgoingMessage {
+            id: frame.id,
+            origin_timestamp: origin_timestamp.saturating_add(u64::from(frame.timestamp_delta)),
+            payload: Bytes::copy_from_slice(frame.payload),
+            user_headers: Bytes::copy_from_slice(frame.user_headers),
+        });
+    }
+    if !reader.is_empty() {
+        return Err(DecodeError::invalid("bytes after the last message"));
+    }
+    if batch_checksum(header, checksums.into_iter()) != u64_at(header, BATCH_CHECKSUM) {
+        return Err(DecodeError::new(ErrorCode::InvalidBatchChecksum, "batch checksum"));
+    }
+    Ok(SendMessages {
+        stream_id,
+        topic_id,
+        partitioning,
+        batch: MessageBatch::from_messages(&messages),
+    })
+}
+
+/// Encodes a 0.9 SendMessages body (the client side: tests and our tools). Origin timestamps
+/// must lie within u32::MAX µs of the smallest.
+pub fn encode_send(
+    stream_id: &Identifier,
+    topic_id: &Identifier,
+    partitioning: &Partitioning,
+    messages: &[OutgoingMessage],
+) -> Vec<u8> {
+    use crate::codec::Encode;
+    let mut out = Vec::new();
+    let metadata_len = stream_id.encoded_len() + topic_id.encoded_len() + partitioning.encoded_len() + 4;
+    out.put_u32_le(metadata_len as u32);
+    stream_id.encode(&mut out);
+    topic_id.encode(&mut out);
+    partitioning.encode(&mut out);
+    out.put_u32_le(messages.len() as u32);
+    let origin = messages.iter().map(|m| m.origin_timestamp).min().unwrap_or(0);
+    let frames = messages.iter().enumerate().map(|(i, m)| {
+        let delta = (m.origin_timestamp - origin) as u32;
+        (m.id, i as u32, delta, m.payload.as_ref(), m.user_headers.as_ref())
+    });
+    write_batch(&mut out, [0, 0, 0], origin, frames);
+    out
+}
+
+/// Writes one batch: `stamps` = (partition_id, base_offset, base_timestamp); frames as
+/// (id, offset_delta, timestamp_delta, payload, user_headers).
+fn write_batch<'a, B: BufMut>(
+    out: &mut B,
+    stamps: [u64; 3],
+    origin_timestamp: u64,
+    frames: impl Iterator<Item = (u128, u32, u32, &'a [u8], &'a [u8])> + Clone,
+) {
+    let mut blob = Vec::new();
+    let mut checksums = Vec::new();
+    for (id, offset_delta, timestamp_delta, payload, user_headers) in frames {
+        let start = blob.len();
+        blob.put_u64_le(0);
+        blob.put_u128_le(id);
+        blob.put_u32_le(offset_delta);
+        blob.put_u32_le(timestamp_delta);
+        blob.put_u32_le(user_headers.len() as u32);
+        blob.put_u32_le(payload.len() as u32);
+        blob.put_u64_le(0);
+        blob.put_slice(payload);
+        blob.put_slice(user_headers);
+        let checksum = xxh3_64(&blob[start + 8..]);
+        blob[start..start + 8].copy_from_slice(&checksum.to_le_bytes());
+        checksums.push(checksum);
+    }
+    let mut header = [0u8; BATCH_HEADER_SIZE];
+    header[0..8].copy_from_slice(&stamps[0].to_le_bytes());
+    header[8..16].copy_from_slice(&stamps[1].to_le_bytes());
+    header[16..24].copy_from_slice(&stamps[2].to_le_bytes());
+    header[24..32].copy_from_slice(&origin_timestamp.to_le_bytes());
+    header[BATCH_LENGTH..BATCH_LENGTH + 8]
+        .copy_from_slice(&((BATCH_HEADER_SIZE + blob.len()) as u64).to_le_bytes());
+    header[MESSAGE_COUNT..MESSAGE_COUNT + 4]
+        .copy_from_slice(&(checksums.len() as u32).to_le_bytes());
+    let checksum = batch_checksum(&header, checksums.into_iter());
+    header[BATCH_CHECKSUM..BATCH_CHECKSUM + 8].copy_from_slice(&checksum.to_le_bytes());
+    out.put_slice(&header);
+    out.put_slice(&blob);
+}
+
+/// Rewrites a 0.8 poll reply's messages (`stored`, back to back, as storage returns them) into
+/// 0.9 batches after the 16-byte poll head. Consecutive messages appended together share one
+/// timestamp and become one batch; a batch also ends where offsets stop being consecutive or
+/// origin timestamps spread beyond what a u32 delta holds.
+pub fn encode_polled(poll_head: &[u8; 16], stored: &[u8]) -> Result<Vec<u8>, DecodeError> {
+    let mut views = Vec::new();
+    let mut position = 0;
+    while position < stored.len() {
+        let view = MessageView::parse(&stored[position..])?;
+        position += view.size();
+        views.push(view);
+    }
+    let frames_bytes: usize = views
+        .iter()
+        .map(|view| view.size() - V08_HEADER_SIZE + FRAME_HEADER_SIZE)
+        .sum();
+    let mut out = Vec::with_capacity(16 + frames_bytes + BATCH_HEADER_SIZE);
+    out.put_slice(poll_head);
+    let partition_id = u64::from(u32_at(poll_head, 0));
+    let mut rest = views.as_slice();
+    while let Some(first) = rest.first() {
+        let mut min_origin = first.origin_timestamp();
+        let mut max_origin = min_origin;
+        let mut len = 1;
+        for (i, view) in rest.iter().enumerate().skip(1) {
+            let low = min_origin.min(view.origin_timestamp());
+            let high = max_origin.max(view.origin_timestamp());
+            if view.timestamp() != first.timestamp()
+                || view.offset() != first.offset() + i as u64
+                || high - low > u64::from(u32::MAX)
+            {
+                break;
+            }
+            (min_origin, max_origin) = (low, high);
+            len += 1;
+        }
+        let (batch, after) = rest.split_at(len);
+        write_batch(
+            &mut out,
+            [partition_id, first.offset(), first.timestamp()],
+            min_origin,
+            batch.iter().map(|view| {
+                (
+                    view.id(),
+                    (view.offset() - first.offset()) as u32,
+                    (view.origin_timestamp() - min_origin) as u32,
+                    view.payload(),
+                    view.user_headers(),
+                )
+            }),
+        );
+        rest = after;
+    }
+    Ok(out)
+}
+
+/// A polled message as a 0.9 client reads it back (tests and our tools).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolledMessage {
+    pub id: u128,
+    pub offset: u64,
+    pub timestamp: u64,
+    pub origin_timestamp: u64,
+    pub payload: Vec<u8>,
+    pub user_headers: Vec<u8>,
+}
+
+/// Decodes a 0.9 poll reply: (partition id, current offset, messages), checking every checksum.
+pub fn decode_polled(body: &[u8]) -> Result<(u32, u64, Vec<PolledMessage>), DecodeError> {
+    let mut reader = Reader::new(body);
+    let partition_id = reader.u32("partition id")?;
+    let current_offset = reader.u64("current offset")?;
+    let _count = reader.u32("count")?;
+    let mut messages = Vec::new();
+    while !reader.is_empty() {
+        let header = reader.take(BATCH_HEADER_SIZE, "batch header")?;
+        let length = u64_at(header, BATCH_LENGTH) as usize;
+        let blob = reader.take(
+            length.checked_sub(BATCH_HEADER_SIZE).ok_or(DecodeError::invalid("batch length"))?,
+            "batch",
+        )?;
+        let mut frames = Reader::new(blob);
+        let mut checksums = Vec::new();
+        for _ in 0..u32_at(header, MESSAGE_COUNT) {
+            let (frame, whole) = parse_frame(&mut frames)?;
+            if xxh3_64(&whole[8..]) != frame.checksum {
+                return Err(DecodeError::new(ErrorCode::InvalidMessageChecksum, "message checksum"));
+            }
+            checksums.push(frame.checksum);
+            messages.push(PolledMessage {
+                id: frame.id,
+                offset: u64_at(header, 8) + u64::from(u32_at(whole, 24)),
+                timestamp: u64_at(header, 16),
+                origin_timestamp: u64_at(header, 24) + u64::from(frame.timestamp_delta),
+                payload: frame.payload.to_vec(),
+                user_headers: frame.user_headers.to_vec(),
+            });
+        }
+        if !frames.is_empty()
+            || batch_checksum(header, checksums.into_iter()) != u64_at(header, BATCH_CHECKSUM)
+        {
+            return Err(DecodeError::new(ErrorCode::InvalidBatchChecksum, "batch"));
+        }
+    }
+    Ok((partition_id, current_offset, messages))
+}
+
+/// The send confirmation (protocol-0.9.md 6.6): one entry for the partition written.
+pub fn confirmation(stream_id: u32, topic_id: u32, partition_id: u32, base_offset: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24);
+    out.put_u32_le(1);
+    out.put_u32_le(stream_id);
+    out.put_u32_le(topic_id);
+    out.put_u32_le(partition_id);
+    out.put_u64_le(base_offset);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BytesMut;
+
+    fn message(id: u128, origin: u64, payload: &str, headers: &[u8]) -> OutgoingMessage {
+        OutgoingMessage {
+            id,
+            origin_timestamp: origin,
+            payload: Bytes::copy_from_slice(payload.as_bytes()),
+            user_headers: Bytes::copy_from_slice(headers),
+        }
+    }
+
+    /// The captured SendMessages body of protocol-0.9.md 11.5.
+    #[test]
+    fn decodes_the_captured_send() {
+        let messages = [message(1, 1_700_000_000_002_000, "hello", b"")];
+        let body = encode_send(
+            &Identifier::Numeric(0),
+            &Identifier::Numeric(0),
+            &Partitioning::PartitionId(0),
+            &messages,
+        );
+        assert_eq!(body.len(), 335);
+        assert_eq!(&body[26 + 40..26 + 48], &0x708d77a236defceau64.to_le_bytes());
+        assert_eq!(&body[282..290], &0xb9bfbddb9ea55c8eu64.to_le_bytes());
+        let send = decode_send(&body).unwrap();
+        assert_eq!(send.partitioning, Partitioning::PartitionId(0));
+        let view = send.batch.iter().next().unwrap();
+        assert_eq!((view.id(), view.origin_timestamp()), (1, 1_700_000_000_002_000));
+        assert_eq!(view.payload(), b"hello");
+    }
+
+    #[test]
+    fn refuses_bad_checksums_counts_and_lengths() {
+        let messages = [message(1, 10, "a", b""), message(2, 11, "bb", b"")];
+        let good = encode_send(
+            &Identifier::Numeric(1),
+            &Identifier::Numeric(1),
+            &Partitioning::Balanced,
+            &messages,
+        );
+        assert!(decode_send(&good).is_ok());
+        let code = |body: &[u8]| decode_send(body).unwrap_err().code;
+        let mut payload = good.clone();
+        let last = payload.len() - 1;
+        payload[last] ^= 1;
+        assert_eq!(code(&payload), ErrorCode::InvalidMessageChecksum);
+        let mut batch = good.clone();
+        batch[26 + 24] ^= 1; // origin timestamp: covered by the batch checksum only
+        assert_eq!(code(&batch), ErrorCode::InvalidBatchChecksum);
+        let mut count = good.clone();
+        let at = u32_at(&good, 0) as usize; // metadata messages_count: its last 4 bytes
+        count[at] = 3;
+        assert_eq!(code(&count), ErrorCode::InvalidMessagesCount);
+        assert_eq!(code(&good[..good.len() - 1]), ErrorCode::InvalidCommand);
+        let mut longer = good.clone();
+        longer.push(0);
+        assert_eq!(code(&longer), ErrorCode::InvalidCommand);
+    }
+
+    /// Stored messages of two appends come back as two batches with their own timestamps.
+    #[test]
+    fn polled_messages_become_batches_with_identical_values() {
+        let mut first = MessageBatch::from_messages(&[
+            message(7, 100, "one", b"\x02\x01\x00\x00\x00k\x02\x01\x00\x00\x00v"),
+            message(8, 90, "two", b""),
+        ]);
+        first.stamp(40, 5_000, || 0);
+        let mut second = MessageBatch::from_messages(&[message(9, 200, "three", b"")]);
+        second.stamp(42, 6_000, || 0);
+        let mut stored = BytesMut::from(first.as_bytes());
+        stored.extend_from_slice(second.as_bytes());
+        let mut head = [0u8; 16];
+        head[0..4].copy_from_slice(&3u32.to_le_bytes());
+        head[4..12].copy_from_slice(&42u64.to_le_bytes());
+        head[12..16].copy_from_slice(&3u32.to_le_bytes());
+        let body = encode_polled(&head, &stored).unwrap();
+        let (partition, current, messages) = decode_polled(&body).unwrap();
+        assert_eq!((partition, current), (3, 42));
+        let got: Vec<_> = messages
+            .iter()
+            .map(|m| (m.id, m.offset, m.timestamp, m.origin_timestamp, m.payload.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (7, 40, 5_000, 100, b"one".to_vec()),
+                (8, 41, 5_000, 90, b"two".to_vec()),
+                (9, 42, 6_000, 200, b"three".to_vec()),
+            ]
+        );
+        assert_eq!(messages[0].user_headers.len(), 12);
+        // Two batches: the second header starts after the first batch's length.
+        let first_len = u64_at(&body[16..], BATCH_LENGTH) as usize;
+        assert_eq!(u64_at(&body[16 + first_len..], 8), 42);
+        assert_eq!(encode_polled(&head, &[]).unwrap(), head.to_vec());
+    }
+}

@@ -1,0 +1,355 @@
+//! The Iggy 0.9 protocol beside 0.8 on the same port (protocol-0.9.md): the official
+//! 0.9-generation SDK (`iggy` 0.11.0) logs in, manages streams, topics and users, sends, polls
+//! and stores offsets against the real server; what one generation writes the other reads with
+//! identical ids, offsets, timestamps, headers and payloads; bad 0.9 input is refused without
+//! harming 0.8 clients.
+
+use bytes::Bytes;
+use iggy::prelude::{
+    ConsumerOffsetClient as _, IggyMessage as V10Message, MessageClient as _,
+    Partitioning as V10Partitioning, PollingStrategy as V10Strategy,
+};
+use iggy_v011::prelude as v11;
+use iggy_v011::prelude::{
+    Client as _, ConsumerGroupClient as _, ConsumerOffsetClient as _, MessageClient as _,
+    StreamClient as _, SystemClient as _, TopicClient as _, UserClient as _,
+};
+use rill_integration::TestServer;
+use rill_integration::sdk::{consumer, id, root_client};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// An official 0.11.0 client logged in as root over TCP.
+async fn v11_client(server: &TestServer) -> v11::IggyClient {
+    let connection = format!("iggy://iggy:iggy@{}", server.address());
+    let client = v11::IggyClient::from_connection_string(&connection).expect("client");
+    client.connect().await.expect("0.11 client connects and logs in");
+    client
+}
+
+fn v11_id(value: u32) -> v11::Identifier {
+    v11::Identifier::numeric(value).unwrap()
+}
+
+fn v11_message(id: u128, payload: &str, header: Option<&str>) -> v11::IggyMessage {
+    let builder = v11::IggyMessage::builder()
+        .id(id)
+        .payload(Bytes::copy_from_slice(payload.as_bytes()));
+    match header {
+        Some(value) => {
+            let mut headers = BTreeMap::new();
+            headers.insert(
+                v11::HeaderKey::from_str("origin").unwrap(),
+                v11::HeaderValue::from_str(value).unwrap(),
+            );
+            builder.user_headers(headers).build()
+        }
+        None => builder.build(),
+    }
+    .expect("valid message")
+}
+
+/// (id, offset, timestamp, origin timestamp, payload, user header bytes) of a polled message.
+type Seen = (u128, u64, u64, u64, Vec<u8>, Vec<u8>);
+
+#[tokio::test]
+async fn the_0_11_sdk_and_the_0_10_sdk_share_one_server_and_one_store() {
+    let server = TestServer::start_default();
+    let new = v11_client(&server).await;
+    new.ping().await.expect("ping");
+
+    let stream = new.create_stream("generations").await.expect("create stream");
+    assert_eq!(stream.id, 0);
+    assert_eq!(stream.name, "generations");
+    let options = v11::TopicCreateOptions {
+        partitions_count: Some(2),
+        ..Default::default()
+    };
+    let topic = new
+        .create_topic(&v11_id(0), "events", &options)
+        .await
+        .expect("create topic with the SDK's default options");
+    assert_eq!((topic.id, topic.partitions_count), (0, 2));
+    let streams = new.get_streams().await.expect("get streams");
+    assert_eq!(streams.len(), 1);
+    assert_eq!(streams[0].topics_count, 1);
+    let topics = new.get_topics(&v11_id(0)).await.expect("get topics");
+    assert_eq!(topics.len(), 1);
+    assert_eq!(topics[0].name, "events");
+
+    // 0.9 writes, both generations read.
+    let mut batch = vec![
+        v11_message(101, "first", Some("new")),
+        v11_message(102, "second", None),
+        v11_message(103, "third", Some("new")),
+    ];
+    new.send_messages(
+        &v11_id(0),
+        &v11_id(0),
+        &v11::Partitioning::partition_id(1),
+        &mut batch,
+    )
+    .await
+    .expect("send from 0.11");
+
+    let polled = new
+        .poll_messages(
+            &v11_id(0),
+            &v11_id(0),
+            Some(1),
+            &v11::Consumer::new(v11_id(9)),
+            &v11::PollingStrategy::offset(0),
+            10,
+            false,
+        )
+        .await
+        .expect("poll from 0.11");
+    assert_eq!((polled.partition_id, polled.current_offset), (1, 2));
+    let seen_new: Vec<Seen> = polled
+        .messages
+        .iter()
+        .map(|m| {
+            (
+                m.header.id,
+                m.header.offset,
+                m.header.timestamp,
+                m.header.origin_timestamp,
+                m.payload.to_vec(),
+                m.user_headers.as_ref().map(|h| h.to_vec()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(seen_new.len(), 3);
+    assert_eq!(seen_new[0].0, 101);
+    assert_eq!(seen_new[2].4, b"third".to_vec());
+    assert!(!seen_new[0].5.is_empty(), "user headers travel");
+
+    let old = root_client(&server).await;
+    let polled_old = old
+        .poll_messages(
+            &id(0),
+            &id(0),
+            Some(1),
+            &consumer(9),
+            &V10Strategy::offset(0),
+            10,
+            false,
+        )
+        .await
+        .expect("poll from 0.10");
+    let seen_old: Vec<Seen> = polled_old
+        .messages
+        .iter()
+        .map(|m| {
+            (
+                m.header.id,
+                m.header.offset,
+                m.header.timestamp,
+                m.header.origin_timestamp,
+                m.payload.to_vec(),
+                m.user_headers.as_ref().map(|h| h.to_vec()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(seen_old, seen_new, "both generations see the same messages");
+
+    // 0.8 writes, 0.9 reads.
+    let mut old_batch: Vec<V10Message> = (0..2)
+        .map(|i| {
+            V10Message::builder()
+                .id(200 + i)
+                .payload(Bytes::from(format!("old-{i}")))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    old.send_messages(
+        &id(0),
+        &id(0),
+        &V10Partitioning::partition_id(1),
+        &mut old_batch,
+    )
+    .await
+    .expect("send from 0.10");
+    let polled = new
+        .poll_messages(
+            &v11_id(0),
+            &v11_id(0),
+            Some(1),
+            &v11::Consumer::new(v11_id(9)),
+            &v11::PollingStrategy::offset(3),
+            10,
+            false,
+        )
+        .await
+        .expect("poll 0.10's messages from 0.11");
+    let ids: Vec<(u128, u64, Vec<u8>)> = polled
+        .messages
+        .iter()
+        .map(|m| (m.header.id, m.header.offset, m.payload.to_vec()))
+        .collect();
+    assert_eq!(
+        ids,
+        vec![(200, 3, b"old-0".to_vec()), (201, 4, b"old-1".to_vec())]
+    );
+
+    // Offsets stored by one generation are read by the other.
+    new.store_consumer_offset(
+        &v11::Consumer::new(v11_id(9)),
+        &v11_id(0),
+        &v11_id(0),
+        Some(1),
+        3,
+    )
+    .await
+    .expect("store offset from 0.11");
+    let stored = old
+        .get_consumer_offset(&consumer(9), &id(0), &id(0), Some(1))
+        .await
+        .expect("get offset from 0.10")
+        .expect("an offset");
+    assert_eq!(stored.stored_offset, 3);
+    let stored = new
+        .get_consumer_offset(&v11::Consumer::new(v11_id(9)), &v11_id(0), &v11_id(0), Some(1))
+        .await
+        .expect("get offset from 0.11")
+        .expect("an offset");
+    assert_eq!((stored.stored_offset, stored.current_offset), (3, 4));
+}
+
+#[tokio::test]
+async fn sessions_users_options_and_groups_work_for_the_0_11_sdk() {
+    let server = TestServer::start_default();
+    let client = v11_client(&server).await;
+
+    let me = client.get_me().await.expect("get me");
+    assert_eq!(me.user_id, Some(0));
+    let options = client
+        .describe_options(v11::OptionsScope::Topic)
+        .await
+        .expect("describe topic options");
+    assert!(options.iter().any(|o| o.key == "durability"));
+
+    client.create_stream("s").await.unwrap();
+    let mut options = v11::TopicCreateOptions {
+        partitions_count: Some(3),
+        ..Default::default()
+    };
+    options.message_expiry = Some(v11::IggyExpiry::ExpireDuration(
+        v11::IggyDuration::from_str("1h").unwrap(),
+    ));
+    let topic = client
+        .create_topic(&v11_id(0), "t", &options)
+        .await
+        .unwrap();
+    assert_eq!(topic.message_expiry, v11::IggyExpiry::ExpireDuration(
+        v11::IggyDuration::from_str("1h").unwrap()
+    ));
+    let duplicate = client.create_stream("s").await.unwrap_err();
+    assert_eq!(duplicate.as_code(), 1012, "stream name already exists");
+
+    // Users: create, list, and a login as that user on another connection.
+    client
+        .create_user("ann", "secret-pass", v11::UserStatus::Active, None)
+        .await
+        .expect("create user");
+    let users = client.get_users().await.unwrap();
+    assert_eq!(users.len(), 2);
+    let connection = format!("iggy://ann:secret-pass@{}", server.address());
+    let ann = v11::IggyClient::from_connection_string(&connection).unwrap();
+    ann.connect().await.expect("ann logs in");
+    let denied = ann.create_stream("nope").await.unwrap_err();
+    assert_eq!(denied.as_code(), 41, "ann may not manage streams");
+    let wrong = format!("iggy://ann:wrong-pass@{}", server.address());
+    let wrong = v11::IggyClient::from_connection_string(&wrong).unwrap();
+    let refused = wrong.connect().await.unwrap_err();
+    assert_eq!(refused.as_code(), 42, "a wrong password is InvalidCredentials");
+
+    // Consumer groups: join, then the SDK syncs and polls the member's partitions.
+    client
+        .create_consumer_group(&v11_id(0), &v11_id(0), "g")
+        .await
+        .expect("create group");
+    client
+        .join_consumer_group(&v11_id(0), &v11_id(0), &v11_id(0))
+        .await
+        .expect("join group");
+    let group = client
+        .get_consumer_group(&v11_id(0), &v11_id(0), &v11_id(0))
+        .await
+        .unwrap()
+        .expect("the group");
+    assert_eq!(group.members_count, 1);
+    assert_eq!(group.members[0].partitions_count, 3);
+    let mut batch = vec![v11_message(1, "grouped", None)];
+    client
+        .send_messages(&v11_id(0), &v11_id(0), &v11::Partitioning::partition_id(2), &mut batch)
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let polled = client
+            .poll_messages(
+                &v11_id(0),
+                &v11_id(0),
+                Some(2),
+                &v11::Consumer::group(v11_id(0)),
+                &v11::PollingStrategy::next(),
+                10,
+                true,
+            )
+            .await
+            .expect("group poll");
+        seen.extend(polled.messages.into_iter().map(|m| m.payload.to_vec()));
+    }
+    assert_eq!(seen, vec![b"grouped".to_vec()], "read once, then committed");
+    client
+        .leave_consumer_group(&v11_id(0), &v11_id(0), &v11_id(0))
+        .await
+        .expect("leave group");
+    client.logout_user().await.expect("logout");
+}
+
+/// Raw bytes: a 0.9 header that cannot be trusted closes its connection, a 0.8 client on the
+/// same port is served as before, and an unauthenticated 0.9 read gets status 40.
+#[test]
+fn bad_0_9_frames_close_only_their_connection() {
+    let server = TestServer::start_default();
+    let mut bad = std::net::TcpStream::connect(server.address()).unwrap();
+    bad.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut header = [0u8; 256];
+    header[48..52].copy_from_slice(&256u32.to_le_bytes());
+    header[60] = 8; // a reply, not a request
+    bad.write_all(&header).unwrap();
+    let mut buffer = [0u8; 1];
+    assert_eq!(bad.read(&mut buffer).unwrap_or(0), 0, "closed without an answer");
+
+    // A Ping before login is served; a GetStreams before login is status 40.
+    let mut client = std::net::TcpStream::connect(server.address()).unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    for (code, status) in [(1u32, 0u32), (201, 40)] {
+        let mut header = [0u8; 256];
+        header[48..52].copy_from_slice(&256u32.to_le_bytes());
+        header[60] = 5;
+        header[128] = 7; // client id
+        header[168] = 1; // request number
+        header[176] = 2; // NonReplicated
+        header[196..200].copy_from_slice(&code.to_le_bytes());
+        client.write_all(&header).unwrap();
+        let mut reply = [0u8; 256];
+        client.read_exact(&mut reply).unwrap();
+        assert_eq!(reply[60], 8, "a reply");
+        assert_eq!(reply[208], 2, "echoes the operation");
+        assert_eq!(
+            u32::from_le_bytes(reply[216..220].try_into().unwrap()),
+            status,
+            "code {code}"
+        );
+        assert_eq!(u32::from_le_bytes(reply[48..52].try_into().unwrap()), 256);
+    }
+    let mut raw = rill_integration::raw::RawClient::connect(server.address());
+    let pong = raw.request(rill_integration::raw::codes::PING, &[]);
+    assert_eq!(pong.status, 0, "0.8 clients are served on the same port");
+}
