@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 20)
 #
 # Targets live in two crates outside the main workspace: core/fuzz (rill-core's wire decoders:
-# request_decoder, message_batch, responses, frames) and server/fuzz (the server's metadata log
+# request_decoder, message_batch, responses, frames, v09) and server/fuzz (the server's metadata log
 # records and boot-time recovery: metadata_log). Each run starts from the committed seeds in
 # <crate>/seeds/<target> plus whatever <crate>/corpus/<target> has gathered (git-ignored).
 # Installs cargo-fuzz if it is missing. Exits non-zero if any target crashes; the crashing input
@@ -66,7 +66,7 @@ fuzz_crate() {
     done
 }
 
-fuzz_crate core/fuzz request_decoder message_batch responses frames
+fuzz_crate core/fuzz request_decoder message_batch responses frames v09
 fuzz_crate server/fuzz metadata_log
 
 if ((${#failed[@]})); then

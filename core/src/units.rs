@@ -58,4 +58,3 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     };
     Duration::try_from_secs_f64(seconds).map_err(|_| format!("duration `{text}` is out of range"))
 }
-

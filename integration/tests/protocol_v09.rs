@@ -25,7 +25,10 @@ use std::time::Duration;
 async fn v11_client(server: &TestServer) -> v11::IggyClient {
     let connection = format!("iggy://iggy:iggy@{}", server.address());
     let client = v11::IggyClient::from_connection_string(&connection).expect("client");
-    client.connect().await.expect("0.11 client connects and logs in");
+    client
+        .connect()
+        .await
+        .expect("0.11 client connects and logs in");
     client
 }
 
@@ -60,7 +63,10 @@ async fn the_0_11_sdk_and_the_0_10_sdk_share_one_server_and_one_store() {
     let new = v11_client(&server).await;
     new.ping().await.expect("ping");
 
-    let stream = new.create_stream("generations").await.expect("create stream");
+    let stream = new
+        .create_stream("generations")
+        .await
+        .expect("create stream");
     assert_eq!(stream.id, 0);
     assert_eq!(stream.name, "generations");
     let options = v11::TopicCreateOptions {
@@ -117,7 +123,10 @@ async fn the_0_11_sdk_and_the_0_10_sdk_share_one_server_and_one_store() {
                 m.header.timestamp,
                 m.header.origin_timestamp,
                 m.payload.to_vec(),
-                m.user_headers.as_ref().map(|h| h.to_vec()).unwrap_or_default(),
+                m.user_headers
+                    .as_ref()
+                    .map(|h| h.to_vec())
+                    .unwrap_or_default(),
             )
         })
         .collect();
@@ -149,7 +158,10 @@ async fn the_0_11_sdk_and_the_0_10_sdk_share_one_server_and_one_store() {
                 m.header.timestamp,
                 m.header.origin_timestamp,
                 m.payload.to_vec(),
-                m.user_headers.as_ref().map(|h| h.to_vec()).unwrap_or_default(),
+                m.user_headers
+                    .as_ref()
+                    .map(|h| h.to_vec())
+                    .unwrap_or_default(),
             )
         })
         .collect();
@@ -212,7 +224,12 @@ async fn the_0_11_sdk_and_the_0_10_sdk_share_one_server_and_one_store() {
         .expect("an offset");
     assert_eq!(stored.stored_offset, 3);
     let stored = new
-        .get_consumer_offset(&v11::Consumer::new(v11_id(9)), &v11_id(0), &v11_id(0), Some(1))
+        .get_consumer_offset(
+            &v11::Consumer::new(v11_id(9)),
+            &v11_id(0),
+            &v11_id(0),
+            Some(1),
+        )
         .await
         .expect("get offset from 0.11")
         .expect("an offset");
@@ -244,9 +261,10 @@ async fn sessions_users_options_and_groups_work_for_the_0_11_sdk() {
         .create_topic(&v11_id(0), "t", &options)
         .await
         .unwrap();
-    assert_eq!(topic.message_expiry, v11::IggyExpiry::ExpireDuration(
-        v11::IggyDuration::from_str("1h").unwrap()
-    ));
+    assert_eq!(
+        topic.message_expiry,
+        v11::IggyExpiry::ExpireDuration(v11::IggyDuration::from_str("1h").unwrap())
+    );
     let duplicate = client.create_stream("s").await.unwrap_err();
     assert_eq!(duplicate.as_code(), 1012, "stream name already exists");
 
@@ -265,7 +283,11 @@ async fn sessions_users_options_and_groups_work_for_the_0_11_sdk() {
     let wrong = format!("iggy://ann:wrong-pass@{}", server.address());
     let wrong = v11::IggyClient::from_connection_string(&wrong).unwrap();
     let refused = wrong.connect().await.unwrap_err();
-    assert_eq!(refused.as_code(), 42, "a wrong password is InvalidCredentials");
+    assert_eq!(
+        refused.as_code(),
+        42,
+        "a wrong password is InvalidCredentials"
+    );
 
     // Consumer groups: join, then the SDK syncs and polls the member's partitions.
     client
@@ -285,7 +307,12 @@ async fn sessions_users_options_and_groups_work_for_the_0_11_sdk() {
     assert_eq!(group.members[0].partitions_count, 3);
     let mut batch = vec![v11_message(1, "grouped", None)];
     client
-        .send_messages(&v11_id(0), &v11_id(0), &v11::Partitioning::partition_id(2), &mut batch)
+        .send_messages(
+            &v11_id(0),
+            &v11_id(0),
+            &v11::Partitioning::partition_id(2),
+            &mut batch,
+        )
         .await
         .unwrap();
     let mut seen = Vec::new();
@@ -324,11 +351,17 @@ fn bad_0_9_frames_close_only_their_connection() {
     header[60] = 8; // a reply, not a request
     bad.write_all(&header).unwrap();
     let mut buffer = [0u8; 1];
-    assert_eq!(bad.read(&mut buffer).unwrap_or(0), 0, "closed without an answer");
+    assert_eq!(
+        bad.read(&mut buffer).unwrap_or(0),
+        0,
+        "closed without an answer"
+    );
 
     // A Ping before login is served; a GetStreams before login is status 40.
     let mut client = std::net::TcpStream::connect(server.address()).unwrap();
-    client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
     for (code, status) in [(1u32, 0u32), (201, 40)] {
         let mut header = [0u8; 256];
         header[48..52].copy_from_slice(&256u32.to_le_bytes());
@@ -352,4 +385,159 @@ fn bad_0_9_frames_close_only_their_connection() {
     let mut raw = rill_integration::raw::RawClient::connect(server.address());
     let pong = raw.request(rill_integration::raw::codes::PING, &[]);
     assert_eq!(pong.status, 0, "0.8 clients are served on the same port");
+}
+
+/// Sends three messages and polls them back over one 0.11 client; returns the payloads.
+async fn round_trip(client: &v11::IggyClient, stream: &str) -> Vec<Vec<u8>> {
+    let created = client.create_stream(stream).await.expect("create stream");
+    let stream_id = v11_id(created.id);
+    client
+        .create_topic(&stream_id, "t", &v11::TopicCreateOptions::default())
+        .await
+        .expect("create topic");
+    let mut batch: Vec<_> = (1..=3)
+        .map(|i| v11_message(i, &format!("{stream}-{i}"), None))
+        .collect();
+    client
+        .send_messages(
+            &stream_id,
+            &v11_id(0),
+            &v11::Partitioning::partition_id(0),
+            &mut batch,
+        )
+        .await
+        .expect("send");
+    let polled = client
+        .poll_messages(
+            &stream_id,
+            &v11_id(0),
+            Some(0),
+            &v11::Consumer::new(v11_id(1)),
+            &v11::PollingStrategy::offset(0),
+            10,
+            false,
+        )
+        .await
+        .expect("poll");
+    polled.messages.iter().map(|m| m.payload.to_vec()).collect()
+}
+
+#[tokio::test]
+async fn the_0_11_sdk_works_over_tls_and_quic() {
+    let server = TestServer::start(
+        rill_integration::ServerOptions::new().env("IGGY_TCP_TLS_ENABLED", "true"),
+    );
+    let certificate = server.data_path().join("certs").join("tcp-self-signed.pem");
+    let tls = v11::IggyClient::from_connection_string(&format!(
+        "iggy+tcp://iggy:iggy@{}?tls=true&tls_domain=localhost&tls_ca_file={}",
+        server.tcp_address(),
+        certificate.display()
+    ))
+    .unwrap();
+    tls.connect().await.expect("0.11 over TLS");
+    assert_eq!(
+        round_trip(&tls, "tls").await,
+        vec![b"tls-1".to_vec(), b"tls-2".to_vec(), b"tls-3".to_vec()]
+    );
+
+    let quic = v11::IggyClient::from_connection_string(&format!(
+        "iggy+quic://iggy:iggy@{}",
+        server.quic_address()
+    ))
+    .unwrap();
+    quic.connect().await.expect("0.11 over QUIC");
+    assert_eq!(
+        round_trip(&quic, "quic").await,
+        vec![b"quic-1".to_vec(), b"quic-2".to_vec(), b"quic-3".to_vec()]
+    );
+    let me = quic.get_me().await.expect("get me over QUIC");
+    assert_eq!(me.transport.to_lowercase(), "quic");
+}
+
+/// A Python with the official apache-iggy 0.9.0 installed: `RILL_PYTHON_V09` if set, else a
+/// virtual environment under the target directory, created on first use (pip, from PyPI).
+fn python_v09() -> std::path::PathBuf {
+    if let Some(python) = std::env::var_os("RILL_PYTHON_V09") {
+        return python.into();
+    }
+    let venv = rill_integration::binary::target_dir().join("py-clients/apache-iggy-0.9.0");
+    let python = venv.join("bin/python");
+    let ready = std::process::Command::new(&python)
+        .args(["-c", "import apache_iggy"])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !ready {
+        let run = |program: &std::path::Path, args: &[&str]| {
+            let output = std::process::Command::new(program)
+                .args(args)
+                .output()
+                .unwrap_or_else(|error| panic!("run {}: {error}", program.display()));
+            assert!(
+                output.status.success(),
+                "{} {args:?} failed:\n{}",
+                program.display(),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        };
+        run("python3".as_ref(), &["-m", "venv", venv.to_str().unwrap()]);
+        run(
+            &python,
+            &["-m", "pip", "install", "-q", "apache-iggy==0.9.0"],
+        );
+    }
+    python
+}
+
+/// The official Python client of the 0.9 generation: streams, topics, send, poll and a
+/// consumer group; what it wrote, the 0.10 Rust SDK reads back identically.
+#[tokio::test]
+async fn the_python_0_9_client_works_and_its_messages_read_back_over_0_8() {
+    let server = TestServer::start_default();
+    let script =
+        rill_integration::binary::workspace_root().join("integration/python/v09_client.py");
+    // The server is another process: blocking this test's thread on the script is harmless.
+    let output = std::process::Command::new(python_v09())
+        .arg(&script)
+        .arg(server.address().to_string())
+        .arg("py")
+        .output()
+        .expect("run the Python client");
+    assert!(
+        output.status.success(),
+        "apache-iggy 0.9.0 failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        server.log_tail()
+    );
+    let seen: serde_json::Value =
+        serde_json::from_slice(output.stdout.trim_ascii()).expect("the script's JSON line");
+    assert_eq!(seen["partitions"], 2);
+    assert_eq!(
+        seen["polled"],
+        serde_json::json!([[0, "p1-0"], [1, "p1-1"], [2, "p1-2"]])
+    );
+    assert_eq!(
+        seen["consumed"],
+        serde_json::json!(["p0-0", "p0-1", "p1-0", "p1-1", "p1-2"]),
+        "the group reads every partition once"
+    );
+
+    let old = root_client(&server).await;
+    let polled = old
+        .poll_messages(
+            &rill_integration::sdk::named("py"),
+            &rill_integration::sdk::named("t"),
+            Some(0),
+            &consumer(1),
+            &V10Strategy::offset(0),
+            10,
+            false,
+        )
+        .await
+        .expect("poll from 0.10");
+    let payloads: Vec<_> = polled.messages.iter().map(|m| m.payload.to_vec()).collect();
+    assert_eq!(payloads, vec![b"p0-0".to_vec(), b"p0-1".to_vec()]);
+    assert!(
+        polled.messages.iter().all(|m| m.header.id != 0),
+        "ids minted by the client"
+    );
 }

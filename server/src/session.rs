@@ -29,7 +29,8 @@ pub struct Session {
     pub close_requested: bool,
     /// The protocol generation the connection speaks, decided by its first bytes.
     pub generation: Generation,
-    pub v09: V09State,
+    /// Boxed: most sessions speak 0.8 and a session moves between shards by value.
+    pub v09: Box<V09State>,
 }
 
 /// Which protocol generation a connection speaks (protocol-0.9.md 1.2).
@@ -96,7 +97,7 @@ impl Session {
             login_failures: 0,
             close_requested: false,
             generation: Generation::Undecided,
-            v09: V09State::default(),
+            v09: Box::default(),
         }
     }
 

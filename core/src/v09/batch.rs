@@ -65,13 +65,19 @@ fn parse_frame<'a>(reader: &mut Reader<'a>) -> Result<(Frame<'a>, &'a [u8]), Dec
     let user_headers_len = reader.u32("user headers length")? as usize;
     let payload_len = reader.u32("payload length")? as usize;
     if reader.u64("message reserved")? != 0 {
-        return Err(DecodeError::new(ErrorCode::InvalidReservedField, "message reserved"));
+        return Err(DecodeError::new(
+            ErrorCode::InvalidReservedField,
+            "message reserved",
+        ));
     }
     if payload_len > MAX_PAYLOAD_BYTES {
         return Err(DecodeError::new(ErrorCode::TooBigMessagePayload, "payload"));
     }
     if user_headers_len > MAX_USER_HEADERS_BYTES {
-        return Err(DecodeError::new(ErrorCode::TooBigUserHeaders, "user headers"));
+        return Err(DecodeError::new(
+            ErrorCode::TooBigUserHeaders,
+            "user headers",
+        ));
     }
     let payload = reader.take(payload_len, "message payload")?;
     let user_headers = reader.take(user_headers_len, "user headers")?;
@@ -107,13 +113,19 @@ pub fn decode_send(body: &[u8]) -> Result<SendMessages, DecodeError> {
     let (header, frames) = batch.split_at(BATCH_HEADER_SIZE);
     let count = u32_at(header, MESSAGE_COUNT);
     if count == 0 || count != messages_count {
-        return Err(DecodeError::new(ErrorCode::InvalidMessagesCount, "messages count"));
+        return Err(DecodeError::new(
+            ErrorCode::InvalidMessagesCount,
+            "messages count",
+        ));
     }
     if u64_at(header, BATCH_LENGTH) != batch.len() as u64 {
         return Err(DecodeError::invalid("batch length"));
     }
     if header[BATCH_RESERVED..].iter().any(|&byte| byte != 0) {
-        return Err(DecodeError::new(ErrorCode::InvalidReservedField, "batch reserved"));
+        return Err(DecodeError::new(
+            ErrorCode::InvalidReservedField,
+            "batch reserved",
+        ));
     }
     let origin_timestamp = u64_at(header, 24);
     let mut reader = Reader::new(frames);
@@ -122,7 +134,10 @@ pub fn decode_send(body: &[u8]) -> Result<SendMessages, DecodeError> {
     for _ in 0..count {
         let (frame, whole) = parse_frame(&mut reader)?;
         if xxh3_64(&whole[8..]) != frame.checksum {
-            return Err(DecodeError::new(ErrorCode::InvalidMessageChecksum, "message checksum"));
+            return Err(DecodeError::new(
+                ErrorCode::InvalidMessageChecksum,
+                "message checksum",
+            ));
         }
         checksums.push(frame.checksum);
         messages.push(OutgoingMessage {
@@ -136,7 +151,10 @@ pub fn decode_send(body: &[u8]) -> Result<SendMessages, DecodeError> {
         return Err(DecodeError::invalid("bytes after the last message"));
     }
     if batch_checksum(header, checksums.into_iter()) != u64_at(header, BATCH_CHECKSUM) {
-        return Err(DecodeError::new(ErrorCode::InvalidBatchChecksum, "batch checksum"));
+        return Err(DecodeError::new(
+            ErrorCode::InvalidBatchChecksum,
+            "batch checksum",
+        ));
     }
     Ok(SendMessages {
         stream_id,
@@ -156,16 +174,27 @@ pub fn encode_send(
 ) -> Vec<u8> {
     use crate::codec::Encode;
     let mut out = Vec::new();
-    let metadata_len = stream_id.encoded_len() + topic_id.encoded_len() + partitioning.encoded_len() + 4;
+    let metadata_len =
+        stream_id.encoded_len() + topic_id.encoded_len() + partitioning.encoded_len() + 4;
     out.put_u32_le(metadata_len as u32);
     stream_id.encode(&mut out);
     topic_id.encode(&mut out);
     partitioning.encode(&mut out);
     out.put_u32_le(messages.len() as u32);
-    let origin = messages.iter().map(|m| m.origin_timestamp).min().unwrap_or(0);
+    let origin = messages
+        .iter()
+        .map(|m| m.origin_timestamp)
+        .min()
+        .unwrap_or(0);
     let frames = messages.iter().enumerate().map(|(i, m)| {
         let delta = (m.origin_timestamp - origin) as u32;
-        (m.id, i as u32, delta, m.payload.as_ref(), m.user_headers.as_ref())
+        (
+            m.id,
+            i as u32,
+            delta,
+            m.payload.as_ref(),
+            m.user_headers.as_ref(),
+        )
     });
     write_batch(&mut out, [0, 0, 0], origin, frames);
     out
@@ -289,7 +318,9 @@ pub fn decode_polled(body: &[u8]) -> Result<(u32, u64, Vec<PolledMessage>), Deco
         let header = reader.take(BATCH_HEADER_SIZE, "batch header")?;
         let length = u64_at(header, BATCH_LENGTH) as usize;
         let blob = reader.take(
-            length.checked_sub(BATCH_HEADER_SIZE).ok_or(DecodeError::invalid("batch length"))?,
+            length
+                .checked_sub(BATCH_HEADER_SIZE)
+                .ok_or(DecodeError::invalid("batch length"))?,
             "batch",
         )?;
         let mut frames = Reader::new(blob);
@@ -297,7 +328,10 @@ pub fn decode_polled(body: &[u8]) -> Result<(u32, u64, Vec<PolledMessage>), Deco
         for _ in 0..u32_at(header, MESSAGE_COUNT) {
             let (frame, whole) = parse_frame(&mut frames)?;
             if xxh3_64(&whole[8..]) != frame.checksum {
-                return Err(DecodeError::new(ErrorCode::InvalidMessageChecksum, "message checksum"));
+                return Err(DecodeError::new(
+                    ErrorCode::InvalidMessageChecksum,
+                    "message checksum",
+                ));
             }
             checksums.push(frame.checksum);
             messages.push(PolledMessage {
@@ -354,12 +388,18 @@ mod tests {
             &messages,
         );
         assert_eq!(body.len(), 335);
-        assert_eq!(&body[26 + 40..26 + 48], &0x708d77a236defceau64.to_le_bytes());
+        assert_eq!(
+            &body[26 + 40..26 + 48],
+            &0x708d77a236defceau64.to_le_bytes()
+        );
         assert_eq!(&body[282..290], &0xb9bfbddb9ea55c8eu64.to_le_bytes());
         let send = decode_send(&body).unwrap();
         assert_eq!(send.partitioning, Partitioning::PartitionId(0));
         let view = send.batch.iter().next().unwrap();
-        assert_eq!((view.id(), view.origin_timestamp()), (1, 1_700_000_000_002_000));
+        assert_eq!(
+            (view.id(), view.origin_timestamp()),
+            (1, 1_700_000_000_002_000)
+        );
         assert_eq!(view.payload(), b"hello");
     }
 
@@ -412,7 +452,15 @@ mod tests {
         assert_eq!((partition, current), (3, 42));
         let got: Vec<_> = messages
             .iter()
-            .map(|m| (m.id, m.offset, m.timestamp, m.origin_timestamp, m.payload.clone()))
+            .map(|m| {
+                (
+                    m.id,
+                    m.offset,
+                    m.timestamp,
+                    m.origin_timestamp,
+                    m.payload.clone(),
+                )
+            })
             .collect();
         assert_eq!(
             got,

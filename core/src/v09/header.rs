@@ -338,7 +338,10 @@ mod tests {
         assert_eq!(header.command_code(), Some(1));
         assert_eq!(header.encode(), bytes);
         let reply = reply(&header, 0, 0, 1);
-        assert_eq!(parse_reply(&reply), (COMMAND_REPLY, 256, OP_NON_REPLICATED, 0));
+        assert_eq!(
+            parse_reply(&reply),
+            (COMMAND_REPLY, 256, OP_NON_REPLICATED, 0)
+        );
         assert_eq!(&reply[160..176], &client.to_le_bytes());
     }
 

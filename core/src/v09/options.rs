@@ -387,7 +387,8 @@ mod tests {
     /// The options block of the captured CreateTopic (protocol-0.9.md 11.4).
     #[test]
     fn decodes_the_default_topic_options_of_sdk_0_11() {
-        let captured = b"\x02\x1a\x00\x00\x00consumer_offset_durability\x02\x0a\x00\x00\x00replicated\
+        let captured =
+            b"\x02\x1a\x00\x00\x00consumer_offset_durability\x02\x0a\x00\x00\x00replicated\
 \x02\x0a\x00\x00\x00durability\x02\x0a\x00\x00\x00replicated";
         let entries = decode(captured).unwrap();
         assert_eq!(entries.len(), 2);
@@ -403,7 +404,11 @@ mod tests {
         let entries = [
             entry("compression_algorithm", HeaderKind::String, b"gzip"),
             entry("message_expiry", HeaderKind::String, b"1 h"),
-            entry("max_topic_size", HeaderKind::Uint64, &(5u64 << 30).to_le_bytes()),
+            entry(
+                "max_topic_size",
+                HeaderKind::Uint64,
+                &(5u64 << 30).to_le_bytes(),
+            ),
         ];
         let options = topic_options(&decode(&block(&entries)).unwrap(), true, 1).unwrap();
         assert_eq!(options.compression, Some(CompressionAlgorithm::Gzip));
@@ -428,10 +433,18 @@ mod tests {
         let fixed = [entry("durability", HeaderKind::String, b"persisted")];
         assert_eq!(code(&fixed, true), ErrorCode::UnsupportedOptionKey);
         assert!(topic_options(&fixed, false, 1).is_ok());
-        let segment = [entry("segment_size", HeaderKind::Uint64, &1000u64.to_le_bytes())];
+        let segment = [entry(
+            "segment_size",
+            HeaderKind::Uint64,
+            &1000u64.to_le_bytes(),
+        )];
         assert_eq!(code(&segment, false), ErrorCode::InvalidOptionValue);
         let huge = [
-            entry("segment_size", HeaderKind::Uint64, &(1u64 << 30).to_le_bytes()),
+            entry(
+                "segment_size",
+                HeaderKind::Uint64,
+                &(1u64 << 30).to_le_bytes(),
+            ),
             entry("preallocate_segments", HeaderKind::Bool, &[1]),
         ];
         assert_eq!(code(&huge, false), ErrorCode::InvalidOptionValue);

@@ -249,9 +249,7 @@ mod tests {
         ));
         // 11.4's CreateTopic with the SDK's default options.
         let mut topic = b"\x01\x04\x00\x00\x00\x00\x01\x00\x00\x00\x01t".to_vec();
-        topic.extend_from_slice(
-            b"\x02\x0a\x00\x00\x00durability\x02\x0a\x00\x00\x00replicated",
-        );
+        topic.extend_from_slice(b"\x02\x0a\x00\x00\x00durability\x02\x0a\x00\x00\x00replicated");
         let V09Request::Request(Request::CreateTopic(topic)) =
             decode(302, BytesMut::from(&topic[..])).unwrap()
         else {
@@ -266,15 +264,21 @@ mod tests {
         ));
         assert!(decode(121, BytesMut::from(&store[..store.len() - 1])).is_err());
         assert_eq!(
-            decode(202, BytesMut::from(&b"\x01s\x02\x01\x00\x00\x00k\x02\x01\x00\x00\x00v"[..]))
-                .unwrap_err()
-                .code,
+            decode(
+                202,
+                BytesMut::from(&b"\x01s\x02\x01\x00\x00\x00k\x02\x01\x00\x00\x00v"[..])
+            )
+            .unwrap_err()
+            .code,
             ErrorCode::UnsupportedOptionKey
         );
         assert_eq!(
             decode(13, BytesMut::from(&[1u8][..])).unwrap(),
             V09Request::DescribeOptions(1)
         );
-        assert_eq!(decode(103, BytesMut::new()).unwrap_err().code, ErrorCode::InvalidCommand);
+        assert_eq!(
+            decode(103, BytesMut::new()).unwrap_err().code,
+            ErrorCode::InvalidCommand
+        );
     }
 }

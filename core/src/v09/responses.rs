@@ -159,8 +159,11 @@ mod tests {
         assert_eq!(body[24], 1, "compression right after the expiry");
         let derived = options::decode(&body[59..59 + derived_len]).unwrap();
         assert_eq!(derived.len(), 3);
-        let list = translate(301, &[topic_info(0).to_bytes(), topic_info(1).to_bytes()].concat())
-            .unwrap();
+        let list = translate(
+            301,
+            &[topic_info(0).to_bytes(), topic_info(1).to_bytes()].concat(),
+        )
+        .unwrap();
         assert_eq!(&list[..4], &2u32.to_le_bytes());
         assert_eq!(translate(301, &[]).unwrap(), vec![0, 0, 0, 0]);
     }

@@ -15,11 +15,11 @@
 //! that is reset or never finishes only costs its own connection a `read_timeout`.
 
 use super::tcp::read_exact_array;
+use super::v09;
 use super::{
     BodyRefusal, Registration, ResponseFrame, admit_body, idle_limit, process_request,
     with_optional_timeout,
 };
-use super::v09;
 use crate::admission::BodyPermit;
 use crate::session::{Generation, Session};
 use crate::shard::Shard;
@@ -249,8 +249,7 @@ async fn read_v09_request<'a>(
     first: [u8; REQUEST_HEADER_SIZE],
 ) -> io::Result<Result<Incoming<'a>, BodyRefusal>> {
     let config = &shard.shared.config;
-    let rest =
-        read_exact_array(recv, [0u8; v09_header::HEADER_SIZE - REQUEST_HEADER_SIZE]).await?;
+    let rest = read_exact_array(recv, [0u8; v09_header::HEADER_SIZE - REQUEST_HEADER_SIZE]).await?;
     let mut bytes = [0u8; v09_header::HEADER_SIZE];
     bytes[..REQUEST_HEADER_SIZE].copy_from_slice(&first);
     bytes[REQUEST_HEADER_SIZE..].copy_from_slice(&rest);

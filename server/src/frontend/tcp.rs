@@ -3,11 +3,11 @@
 //! request at a time (protocol.md 1.1). With `[tcp.tls]` on, the same port speaks TLS and the
 //! same frames run inside it (protocol.md 1.5): the code below is generic over the byte stream.
 
+use super::v09;
 use super::{
     BodyRefusal, Registration, ResponseFrame, SMALL_BODY_BYTES, admit_body, idle_limit,
     process_request, with_optional_timeout,
 };
-use super::v09;
 use crate::session::{Generation, Session};
 use crate::shard::Shard;
 use crate::shard::message::ShardMessage;

@@ -13,8 +13,7 @@ use bytes::{Bytes, BytesMut};
 use rill_core::requests::{GetTopic, LogoutUser, UpdateTopic};
 use rill_core::responses::TopicDetails;
 use rill_core::v09::header::{
-    self, EvictionReason, OP_LOGOUT, OP_NON_REPLICATED, OP_REGISTER,
-    RequestHeader,
+    self, EvictionReason, OP_LOGOUT, OP_NON_REPLICATED, OP_REGISTER, RequestHeader,
 };
 use rill_core::v09::requests::{self, Credentials, LoginRefusal, V09Request};
 use rill_core::v09::{batch, options, responses};
@@ -88,7 +87,14 @@ pub async fn process(
             if session.user_id.is_some() {
                 let started = Instant::now();
                 let slot = metrics::command_slot(39);
-                let _ = run(shard, session, slot, Request::LogoutUser(LogoutUser {}), started).await;
+                let _ = run(
+                    shard,
+                    session,
+                    slot,
+                    Request::LogoutUser(LogoutUser {}),
+                    started,
+                )
+                .await;
             }
             session.v09.reset();
             Reply::frame(&request, 0, Vec::new(), 0)
@@ -276,12 +282,24 @@ async fn execute(
             let result = options::describe(scope)
                 .map(Response::Bytes)
                 .map_err(|error| error.code);
-            record(shard, session, slot, result.as_ref().err().copied(), started);
+            record(
+                shard,
+                session,
+                slot,
+                result.as_ref().err().copied(),
+                started,
+            );
             result
         }
         V09Request::SyncConsumerGroup(group) => {
             let result = handlers::sync_group(shard, session, group);
-            record(shard, session, slot, result.as_ref().err().copied(), started);
+            record(
+                shard,
+                session,
+                slot,
+                result.as_ref().err().copied(),
+                started,
+            );
             result
         }
     };
