@@ -13,12 +13,12 @@ step "official iggy-cli 0.13.0 (for the compatibility tests)"
 scripts/install-iggy-cli.sh
 
 step "official Python client apache-iggy 0.9.0 (for the 0.9 protocol tests)"
-venv="${CARGO_TARGET_DIR:-target}/py-clients/apache-iggy-0.9.0"
+venv="$(realpath -m "${CARGO_TARGET_DIR:-target}")/py-clients/apache-iggy-0.9.0"
 if ! "$venv/bin/python" -c "import apache_iggy" 2>/dev/null; then
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet apache-iggy==0.9.0
 fi
-export RILL_PYTHON_V09="$PWD/$venv/bin/python"
+export RILL_PYTHON_V09="$venv/bin/python"
 
 step "formatting"
 cargo fmt --all -- --check

@@ -173,7 +173,12 @@ impl RequestHeader {
             request: u64_at(bytes, REQUEST_NUMBER),
             operation,
             session: u64_at(bytes, REQUEST_SESSION),
-            code: u32_at(bytes, REQUEST_CODE),
+            // Only NonReplicated carries a code there; for the others the bytes mean nothing.
+            code: if operation == OP_NON_REPLICATED {
+                u32_at(bytes, REQUEST_CODE)
+            } else {
+                0
+            },
         })
     }
 
@@ -380,6 +385,24 @@ mod tests {
             RequestHeader::parse(&unknown.encode(), 1024),
             Err(HeaderError::UnknownOperation(99))
         );
+    }
+
+    /// Found by the v09 fuzz target: reserved bytes of a Register are not a command code.
+    #[test]
+    fn only_non_replicated_requests_carry_a_code() {
+        let register = RequestHeader {
+            size: 256,
+            client: 1,
+            request_checksum: 0,
+            request: 0,
+            operation: OP_REGISTER,
+            session: 0,
+            code: 0,
+        };
+        let mut bytes = register.encode();
+        bytes[REQUEST_CODE..REQUEST_CODE + 4].copy_from_slice(&1u32.to_le_bytes());
+        assert_eq!(RequestHeader::parse(&bytes, 1024), Ok(register));
+        assert_eq!(register.command_code(), None);
     }
 
     #[test]
