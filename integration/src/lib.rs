@@ -12,6 +12,8 @@
 //! - `IGGY_TEST_SHOW_LOG`: print each server's log when its test ends, even if it passed.
 //! - `RILL_TEST_IO_DRIVER`: every server runs on this `system.io_driver` (`polling` exercises the
 //!   fallback used where io_uring is refused).
+//! - `RILL_PYTHON_V09`: a Python with apache-iggy 0.9.0 (default: a venv under the target
+//!   directory, created on first use).
 //! - `IGGY_CLI_BIN`: the official CLI for `tests/official_cli.rs` (default `$CARGO_HOME/bin/iggy`,
 //!   installed by `scripts/install-iggy-cli.sh`).
 //!
@@ -25,6 +27,7 @@
 //! - [`server`]: [`TestServer`], one server process with its own port and data directory.
 //! - [`slots`]: a process-wide limit on how many servers run at once.
 //! - [`sdk`]: official SDK clients connected to a [`TestServer`].
+//! - [`sdk_v011`]: the official 0.9-generation clients (Rust SDK 0.11.0, Python 0.9.0).
 //! - [`raw`]: a blocking raw-frame TCP client for malformed-input and pre-login cases.
 //! - [`fixtures`]: test messages and comparisons of what was sent with what was polled.
 //! - [`official_cli`]: runs the official `iggy` CLI against a [`TestServer`] over TCP or QUIC.
@@ -35,6 +38,7 @@ pub mod fixtures;
 pub mod official_cli;
 pub mod raw;
 pub mod sdk;
+pub mod sdk_v011;
 pub mod server;
 pub mod slots;
 

@@ -14,45 +14,11 @@ use iggy_v011::prelude::{
     Client as _, ConsumerGroupClient as _, ConsumerOffsetClient as _, MessageClient as _,
     StreamClient as _, SystemClient as _, TopicClient as _, UserClient as _,
 };
-use rill_integration::TestServer;
 use rill_integration::sdk::{consumer, id, root_client};
-use std::collections::BTreeMap;
+use rill_integration::{TestServer, sdk_v011};
 use std::io::{Read, Write};
 use std::str::FromStr;
 use std::time::Duration;
-
-/// An official 0.11.0 client logged in as root over TCP.
-async fn v11_client(server: &TestServer) -> v11::IggyClient {
-    let connection = format!("iggy://iggy:iggy@{}", server.address());
-    let client = v11::IggyClient::from_connection_string(&connection).expect("client");
-    client
-        .connect()
-        .await
-        .expect("0.11 client connects and logs in");
-    client
-}
-
-fn v11_id(value: u32) -> v11::Identifier {
-    v11::Identifier::numeric(value).unwrap()
-}
-
-fn v11_message(id: u128, payload: &str, header: Option<&str>) -> v11::IggyMessage {
-    let builder = v11::IggyMessage::builder()
-        .id(id)
-        .payload(Bytes::copy_from_slice(payload.as_bytes()));
-    match header {
-        Some(value) => {
-            let mut headers = BTreeMap::new();
-            headers.insert(
-                v11::HeaderKey::from_str("origin").unwrap(),
-                v11::HeaderValue::from_str(value).unwrap(),
-            );
-            builder.user_headers(headers).build()
-        }
-        None => builder.build(),
-    }
-    .expect("valid message")
-}
 
 /// (id, offset, timestamp, origin timestamp, payload, user header bytes) of a polled message.
 type Seen = (u128, u64, u64, u64, Vec<u8>, Vec<u8>);
@@ -60,7 +26,7 @@ type Seen = (u128, u64, u64, u64, Vec<u8>, Vec<u8>);
 #[tokio::test]
 async fn the_0_11_sdk_and_the_0_10_sdk_share_one_server_and_one_store() {
     let server = TestServer::start_default();
-    let new = v11_client(&server).await;
+    let new = sdk_v011::root_client(&server).await;
     new.ping().await.expect("ping");
 
     let stream = new
@@ -74,26 +40,26 @@ async fn the_0_11_sdk_and_the_0_10_sdk_share_one_server_and_one_store() {
         ..Default::default()
     };
     let topic = new
-        .create_topic(&v11_id(0), "events", &options)
+        .create_topic(&sdk_v011::id(0), "events", &options)
         .await
         .expect("create topic with the SDK's default options");
     assert_eq!((topic.id, topic.partitions_count), (0, 2));
     let streams = new.get_streams().await.expect("get streams");
     assert_eq!(streams.len(), 1);
     assert_eq!(streams[0].topics_count, 1);
-    let topics = new.get_topics(&v11_id(0)).await.expect("get topics");
+    let topics = new.get_topics(&sdk_v011::id(0)).await.expect("get topics");
     assert_eq!(topics.len(), 1);
     assert_eq!(topics[0].name, "events");
 
     // 0.9 writes, both generations read.
     let mut batch = vec![
-        v11_message(101, "first", Some("new")),
-        v11_message(102, "second", None),
-        v11_message(103, "third", Some("new")),
+        sdk_v011::message(101, "first", Some("new")),
+        sdk_v011::message(102, "second", None),
+        sdk_v011::message(103, "third", Some("new")),
     ];
     new.send_messages(
-        &v11_id(0),
-        &v11_id(0),
+        &sdk_v011::id(0),
+        &sdk_v011::id(0),
         &v11::Partitioning::partition_id(1),
         &mut batch,
     )
@@ -102,10 +68,10 @@ async fn the_0_11_sdk_and_the_0_10_sdk_share_one_server_and_one_store() {
 
     let polled = new
         .poll_messages(
-            &v11_id(0),
-            &v11_id(0),
+            &sdk_v011::id(0),
+            &sdk_v011::id(0),
             Some(1),
-            &v11::Consumer::new(v11_id(9)),
+            &v11::Consumer::new(sdk_v011::id(9)),
             &v11::PollingStrategy::offset(0),
             10,
             false,
@@ -187,10 +153,10 @@ async fn the_0_11_sdk_and_the_0_10_sdk_share_one_server_and_one_store() {
     .expect("send from 0.10");
     let polled = new
         .poll_messages(
-            &v11_id(0),
-            &v11_id(0),
+            &sdk_v011::id(0),
+            &sdk_v011::id(0),
             Some(1),
-            &v11::Consumer::new(v11_id(9)),
+            &v11::Consumer::new(sdk_v011::id(9)),
             &v11::PollingStrategy::offset(3),
             10,
             false,
@@ -209,9 +175,9 @@ async fn the_0_11_sdk_and_the_0_10_sdk_share_one_server_and_one_store() {
 
     // Offsets stored by one generation are read by the other.
     new.store_consumer_offset(
-        &v11::Consumer::new(v11_id(9)),
-        &v11_id(0),
-        &v11_id(0),
+        &v11::Consumer::new(sdk_v011::id(9)),
+        &sdk_v011::id(0),
+        &sdk_v011::id(0),
         Some(1),
         3,
     )
@@ -225,9 +191,9 @@ async fn the_0_11_sdk_and_the_0_10_sdk_share_one_server_and_one_store() {
     assert_eq!(stored.stored_offset, 3);
     let stored = new
         .get_consumer_offset(
-            &v11::Consumer::new(v11_id(9)),
-            &v11_id(0),
-            &v11_id(0),
+            &v11::Consumer::new(sdk_v011::id(9)),
+            &sdk_v011::id(0),
+            &sdk_v011::id(0),
             Some(1),
         )
         .await
@@ -239,7 +205,7 @@ async fn the_0_11_sdk_and_the_0_10_sdk_share_one_server_and_one_store() {
 #[tokio::test]
 async fn sessions_users_options_and_groups_work_for_the_0_11_sdk() {
     let server = TestServer::start_default();
-    let client = v11_client(&server).await;
+    let client = sdk_v011::root_client(&server).await;
 
     let me = client.get_me().await.expect("get me");
     assert_eq!(me.user_id, Some(0));
@@ -258,7 +224,7 @@ async fn sessions_users_options_and_groups_work_for_the_0_11_sdk() {
         v11::IggyDuration::from_str("1h").unwrap(),
     ));
     let topic = client
-        .create_topic(&v11_id(0), "t", &options)
+        .create_topic(&sdk_v011::id(0), "t", &options)
         .await
         .unwrap();
     assert_eq!(
@@ -291,25 +257,25 @@ async fn sessions_users_options_and_groups_work_for_the_0_11_sdk() {
 
     // Consumer groups: join, then the SDK syncs and polls the member's partitions.
     client
-        .create_consumer_group(&v11_id(0), &v11_id(0), "g")
+        .create_consumer_group(&sdk_v011::id(0), &sdk_v011::id(0), "g")
         .await
         .expect("create group");
     client
-        .join_consumer_group(&v11_id(0), &v11_id(0), &v11_id(0))
+        .join_consumer_group(&sdk_v011::id(0), &sdk_v011::id(0), &sdk_v011::id(0))
         .await
         .expect("join group");
     let group = client
-        .get_consumer_group(&v11_id(0), &v11_id(0), &v11_id(0))
+        .get_consumer_group(&sdk_v011::id(0), &sdk_v011::id(0), &sdk_v011::id(0))
         .await
         .unwrap()
         .expect("the group");
     assert_eq!(group.members_count, 1);
     assert_eq!(group.members[0].partitions_count, 3);
-    let mut batch = vec![v11_message(1, "grouped", None)];
+    let mut batch = vec![sdk_v011::message(1, "grouped", None)];
     client
         .send_messages(
-            &v11_id(0),
-            &v11_id(0),
+            &sdk_v011::id(0),
+            &sdk_v011::id(0),
             &v11::Partitioning::partition_id(2),
             &mut batch,
         )
@@ -319,10 +285,10 @@ async fn sessions_users_options_and_groups_work_for_the_0_11_sdk() {
     for _ in 0..3 {
         let polled = client
             .poll_messages(
-                &v11_id(0),
-                &v11_id(0),
+                &sdk_v011::id(0),
+                &sdk_v011::id(0),
                 Some(2),
-                &v11::Consumer::group(v11_id(0)),
+                &v11::Consumer::group(sdk_v011::id(0)),
                 &v11::PollingStrategy::next(),
                 10,
                 true,
@@ -333,7 +299,7 @@ async fn sessions_users_options_and_groups_work_for_the_0_11_sdk() {
     }
     assert_eq!(seen, vec![b"grouped".to_vec()], "read once, then committed");
     client
-        .leave_consumer_group(&v11_id(0), &v11_id(0), &v11_id(0))
+        .leave_consumer_group(&sdk_v011::id(0), &sdk_v011::id(0), &sdk_v011::id(0))
         .await
         .expect("leave group");
     client.logout_user().await.expect("logout");
@@ -390,18 +356,18 @@ fn bad_0_9_frames_close_only_their_connection() {
 /// Sends three messages and polls them back over one 0.11 client; returns the payloads.
 async fn round_trip(client: &v11::IggyClient, stream: &str) -> Vec<Vec<u8>> {
     let created = client.create_stream(stream).await.expect("create stream");
-    let stream_id = v11_id(created.id);
+    let stream_id = sdk_v011::id(created.id);
     client
         .create_topic(&stream_id, "t", &v11::TopicCreateOptions::default())
         .await
         .expect("create topic");
     let mut batch: Vec<_> = (1..=3)
-        .map(|i| v11_message(i, &format!("{stream}-{i}"), None))
+        .map(|i| sdk_v011::message(i, &format!("{stream}-{i}"), None))
         .collect();
     client
         .send_messages(
             &stream_id,
-            &v11_id(0),
+            &sdk_v011::id(0),
             &v11::Partitioning::partition_id(0),
             &mut batch,
         )
@@ -410,9 +376,9 @@ async fn round_trip(client: &v11::IggyClient, stream: &str) -> Vec<Vec<u8>> {
     let polled = client
         .poll_messages(
             &stream_id,
-            &v11_id(0),
+            &sdk_v011::id(0),
             Some(0),
-            &v11::Consumer::new(v11_id(1)),
+            &v11::Consumer::new(sdk_v011::id(1)),
             &v11::PollingStrategy::offset(0),
             10,
             false,
@@ -454,40 +420,6 @@ async fn the_0_11_sdk_works_over_tls_and_quic() {
     assert_eq!(me.transport.to_lowercase(), "quic");
 }
 
-/// A Python with the official apache-iggy 0.9.0 installed: `RILL_PYTHON_V09` if set, else a
-/// virtual environment under the target directory, created on first use (pip, from PyPI).
-fn python_v09() -> std::path::PathBuf {
-    if let Some(python) = std::env::var_os("RILL_PYTHON_V09") {
-        return python.into();
-    }
-    let venv = rill_integration::binary::target_dir().join("py-clients/apache-iggy-0.9.0");
-    let python = venv.join("bin/python");
-    let ready = std::process::Command::new(&python)
-        .args(["-c", "import apache_iggy"])
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if !ready {
-        let run = |program: &std::path::Path, args: &[&str]| {
-            let output = std::process::Command::new(program)
-                .args(args)
-                .output()
-                .unwrap_or_else(|error| panic!("run {}: {error}", program.display()));
-            assert!(
-                output.status.success(),
-                "{} {args:?} failed:\n{}",
-                program.display(),
-                String::from_utf8_lossy(&output.stderr)
-            );
-        };
-        run("python3".as_ref(), &["-m", "venv", venv.to_str().unwrap()]);
-        run(
-            &python,
-            &["-m", "pip", "install", "-q", "apache-iggy==0.9.0"],
-        );
-    }
-    python
-}
-
 /// The official Python client of the 0.9 generation: streams, topics, send, poll and a
 /// consumer group; what it wrote, the 0.10 Rust SDK reads back identically.
 #[tokio::test]
@@ -496,7 +428,7 @@ async fn the_python_0_9_client_works_and_its_messages_read_back_over_0_8() {
     let script =
         rill_integration::binary::workspace_root().join("integration/python/v09_client.py");
     // The server is another process: blocking this test's thread on the script is harmless.
-    let output = std::process::Command::new(python_v09())
+    let output = std::process::Command::new(sdk_v011::python())
         .arg(&script)
         .arg(server.address().to_string())
         .arg("py")

@@ -1,0 +1,103 @@
+//! The official 0.9-generation clients against a [`TestServer`]: the Rust SDK `iggy` 0.11.0
+//! (imported as `iggy_v011`) and the Python client apache-iggy 0.9.0.
+
+use crate::TestServer;
+use bytes::Bytes;
+use iggy_v011::prelude::{
+    Client as _, HeaderKey, HeaderValue, Identifier, IggyClient, IggyError, IggyMessage,
+};
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::path::PathBuf;
+use std::process::Command;
+use std::str::FromStr;
+
+/// A 0.11.0 client logged in as root over TCP.
+pub async fn root_client(server: &TestServer) -> IggyClient {
+    client_as(server, "iggy", "iggy").await
+}
+
+/// A 0.11.0 client logged in as `username` over TCP.
+pub async fn client_as(server: &TestServer, username: &str, password: &str) -> IggyClient {
+    let connection = format!("iggy://{username}:{password}@{}", server.address());
+    let client = IggyClient::from_connection_string(&connection).expect("connection string");
+    client
+        .connect()
+        .await
+        .unwrap_or_else(|error| panic!("0.11 client connects as {username}: {error}"));
+    client
+}
+
+pub fn id(value: u32) -> Identifier {
+    Identifier::numeric(value).expect("numeric identifier")
+}
+
+pub fn named(value: &str) -> Identifier {
+    Identifier::named(value).expect("named identifier")
+}
+
+/// A message with `id` and `payload`, and a user header `origin` = `header` when given.
+pub fn message(id: u128, payload: &str, header: Option<&str>) -> IggyMessage {
+    let builder = IggyMessage::builder()
+        .id(id)
+        .payload(Bytes::copy_from_slice(payload.as_bytes()));
+    match header {
+        Some(value) => {
+            let mut headers = BTreeMap::new();
+            headers.insert(
+                HeaderKey::from_str("origin").expect("header key"),
+                HeaderValue::from_str(value).expect("header value"),
+            );
+            builder.user_headers(headers).build()
+        }
+        None => builder.build(),
+    }
+    .expect("valid message")
+}
+
+/// Asserts that `result` failed with status `code`.
+#[track_caller]
+pub fn assert_code<T: Debug>(result: Result<T, IggyError>, code: u32, what: &str) {
+    match result {
+        Err(error) => assert_eq!(error.as_code(), code, "{what}: {error}"),
+        Ok(value) => panic!("{what}: expected error {code}, got {value:?}"),
+    }
+}
+
+/// A Python with the official apache-iggy 0.9.0 installed: `RILL_PYTHON_V09` if set (as
+/// scripts/test.sh sets it), else a virtual environment under the target directory, created on
+/// first use with pip from PyPI.
+pub fn python() -> PathBuf {
+    if let Some(python) = std::env::var_os("RILL_PYTHON_V09") {
+        return python.into();
+    }
+    let venv = crate::binary::target_dir().join("py-clients/apache-iggy-0.9.0");
+    let python = venv.join("bin/python");
+    let ready = Command::new(&python)
+        .args(["-c", "import apache_iggy"])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !ready {
+        let run = |program: &std::path::Path, args: &[&str]| {
+            let output = Command::new(program)
+                .args(args)
+                .output()
+                .unwrap_or_else(|error| panic!("run {}: {error}", program.display()));
+            assert!(
+                output.status.success(),
+                "{} {args:?} failed:\n{}",
+                program.display(),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        };
+        run(
+            "python3".as_ref(),
+            &["-m", "venv", venv.to_str().expect("utf-8 path")],
+        );
+        run(
+            &python,
+            &["-m", "pip", "install", "-q", "apache-iggy==0.9.0"],
+        );
+    }
+    python
+}
