@@ -57,14 +57,21 @@ async fn the_0_11_sdk_and_the_0_10_sdk_share_one_server_and_one_store() {
         sdk_v011::message(102, "second", None),
         sdk_v011::message(103, "third", Some("new")),
     ];
-    new.send_messages(
-        &sdk_v011::id(0),
-        &sdk_v011::id(0),
-        &v11::Partitioning::partition_id(1),
-        &mut batch,
-    )
-    .await
-    .expect("send from 0.11");
+    let confirmed = new
+        .send_messages(
+            &sdk_v011::id(0),
+            &sdk_v011::id(0),
+            &v11::Partitioning::partition_id(1),
+            &mut batch,
+        )
+        .await
+        .expect("send from 0.11");
+    let confirmations: Vec<_> = confirmed
+        .confirmations
+        .iter()
+        .map(|c| (c.stream_id, c.topic_id, c.partition_id, c.base_offset))
+        .collect();
+    assert_eq!(confirmations, vec![(0, 0, 1, 0)], "the send is confirmed");
 
     let polled = new
         .poll_messages(

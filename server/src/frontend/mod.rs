@@ -280,7 +280,7 @@ impl ResponseFrame {
     fn ok(response: Response) -> Self {
         let header = ResponseHeader::ok(response.len()).to_bytes();
         let chunks = match response {
-            Response::Empty => vec![Bytes::copy_from_slice(&header)],
+            Response::Empty | Response::Sent { .. } => vec![Bytes::copy_from_slice(&header)],
             Response::Bytes(payload) => {
                 let mut frame = Vec::with_capacity(8 + payload.len());
                 frame.extend_from_slice(&header);

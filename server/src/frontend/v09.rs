@@ -327,6 +327,17 @@ fn reply_body(code: u32, response: Response) -> Result<Vec<u8>, rill_core::Decod
     match response {
         // A send is confirmed by an empty body ("no confirmations", protocol-0.9.md 6.6).
         Response::Empty => responses::translate(code, &[]),
+        Response::Sent {
+            stream_id,
+            topic_id,
+            partition_id,
+            base_offset,
+        } => Ok(batch::confirmation(
+            stream_id,
+            topic_id,
+            partition_id,
+            base_offset,
+        )),
         Response::Bytes(bytes) => responses::translate(code, &bytes),
         Response::Polled { header, chunks } => {
             let stored: Vec<u8> = match chunks.as_slice() {

@@ -66,8 +66,13 @@ pub async fn send(
         };
         Ok(PartitionKey::new(stream.id, topic.id, partition_id))
     })??;
-    route(shard, session, key)?.append(request.batch).await?;
-    Ok(Response::Empty)
+    let base_offset = route(shard, session, key)?.append(request.batch).await?;
+    Ok(Response::Sent {
+        stream_id: key.stream_id,
+        topic_id: key.topic_id,
+        partition_id: key.partition_id,
+        base_offset,
+    })
 }
 
 pub async fn poll(

@@ -6,6 +6,13 @@ use rill_core::{Encode, ErrorCode};
 /// What goes back in the response frame's payload.
 pub enum Response {
     Empty,
+    /// A send: empty on 0.8; the 0.9 protocol confirms where the batch went.
+    Sent {
+        stream_id: u32,
+        topic_id: u32,
+        partition_id: u32,
+        base_offset: u64,
+    },
     Bytes(Vec<u8>),
     /// A poll: the 16-byte header, then stored message bytes as they are.
     Polled {
@@ -21,7 +28,7 @@ impl Response {
 
     pub fn len(&self) -> usize {
         match self {
-            Response::Empty => 0,
+            Response::Empty | Response::Sent { .. } => 0,
             Response::Bytes(bytes) => bytes.len(),
             Response::Polled { header, chunks } => {
                 header.len() + chunks.iter().map(Bytes::len).sum::<usize>()

@@ -52,7 +52,8 @@ pub struct StoredOffset {
 pub enum PartitionCall {
     Append {
         batch: MessageBatch,
-        reply: Reply<()>,
+        /// The offset of the batch's first message.
+        reply: Reply<u64>,
     },
     Poll {
         args: PollArgs,
@@ -88,8 +89,10 @@ impl PartitionCall {
     /// Answers the call with `code` without executing it (the partition is not served here).
     pub fn refuse(self, code: ErrorCode) {
         match self {
-            PartitionCall::Append { reply, .. }
-            | PartitionCall::Flush { reply, .. }
+            PartitionCall::Append { reply, .. } => {
+                let _ = reply.send(Err(code));
+            }
+            PartitionCall::Flush { reply, .. }
             | PartitionCall::DeleteSegments { reply, .. }
             | PartitionCall::Purge { reply }
             | PartitionCall::StoreOffset { reply, .. }

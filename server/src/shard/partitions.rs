@@ -327,12 +327,14 @@ impl LocalPartition {
         self.storage().close().await
     }
 
-    pub async fn append(&self, batch: MessageBatch) -> Result<(), ErrorCode> {
+    /// Appends a batch; returns the offset of its first message.
+    pub async fn append(&self, batch: MessageBatch) -> Result<u64, ErrorCode> {
         let _shared = self.shared().await?;
         let timestamp = crate::time::now_micros();
         let messages = u64::from(batch.count());
         let started = std::time::Instant::now();
-        self.writable_storage()
+        let outcome = self
+            .writable_storage()
             .await?
             .append(batch, timestamp)
             .await
@@ -344,7 +346,7 @@ impl LocalPartition {
         self.counters.appends.inc();
         self.counters.appended_messages.add(messages);
         self.refresh_counters();
-        Ok(())
+        Ok(outcome.first_offset)
     }
 
     pub async fn poll(&self, args: PollArgs) -> Result<Polled, ErrorCode> {

@@ -82,7 +82,8 @@ impl Target<'_> {
             .map_err(|_| ErrorCode::ShardCommunicationError)?
     }
 
-    pub async fn append(self, batch: MessageBatch) -> Result<(), ErrorCode> {
+    /// Appends a batch; returns the offset of its first message.
+    pub async fn append(self, batch: MessageBatch) -> Result<u64, ErrorCode> {
         match &self.route {
             Route::Local(partition) => partition.append(batch).await,
             Route::Remote(owner) => {
