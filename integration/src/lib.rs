@@ -29,6 +29,7 @@
 //! - [`sdk`]: official SDK clients connected to a [`TestServer`].
 //! - [`sdk_v011`]: the official 0.9-generation clients (Rust SDK 0.11.0, Python 0.9.0).
 //! - [`raw`]: a blocking raw-frame TCP client for malformed-input and pre-login cases.
+//! - [`raw_v09`]: the same for the 0.9 protocol (golden bytes, duplicates, hostile frames).
 //! - [`fixtures`]: test messages and comparisons of what was sent with what was polled.
 //! - [`official_cli`]: runs the official `iggy` CLI against a [`TestServer`] over TCP or QUIC.
 
@@ -37,6 +38,7 @@ pub mod crash_cycles;
 pub mod fixtures;
 pub mod official_cli;
 pub mod raw;
+pub mod raw_v09;
 pub mod sdk;
 pub mod sdk_v011;
 pub mod server;

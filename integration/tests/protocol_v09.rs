@@ -16,9 +16,7 @@ use iggy_v011::prelude::{
 };
 use rill_integration::sdk::{consumer, id, root_client};
 use rill_integration::{TestServer, sdk_v011};
-use std::io::{Read, Write};
 use std::str::FromStr;
-use std::time::Duration;
 
 /// (id, offset, timestamp, origin timestamp, payload, user header bytes) of a polled message.
 type Seen = (u128, u64, u64, u64, Vec<u8>, Vec<u8>);
@@ -310,54 +308,6 @@ async fn sessions_users_options_and_groups_work_for_the_0_11_sdk() {
         .await
         .expect("leave group");
     client.logout_user().await.expect("logout");
-}
-
-/// Raw bytes: a 0.9 header that cannot be trusted closes its connection, a 0.8 client on the
-/// same port is served as before, and an unauthenticated 0.9 read gets status 40.
-#[test]
-fn bad_0_9_frames_close_only_their_connection() {
-    let server = TestServer::start_default();
-    let mut bad = std::net::TcpStream::connect(server.address()).unwrap();
-    bad.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let mut header = [0u8; 256];
-    header[48..52].copy_from_slice(&256u32.to_le_bytes());
-    header[60] = 8; // a reply, not a request
-    bad.write_all(&header).unwrap();
-    let mut buffer = [0u8; 1];
-    assert_eq!(
-        bad.read(&mut buffer).unwrap_or(0),
-        0,
-        "closed without an answer"
-    );
-
-    // A Ping before login is served; a GetStreams before login is status 40.
-    let mut client = std::net::TcpStream::connect(server.address()).unwrap();
-    client
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    for (code, status) in [(1u32, 0u32), (201, 40)] {
-        let mut header = [0u8; 256];
-        header[48..52].copy_from_slice(&256u32.to_le_bytes());
-        header[60] = 5;
-        header[128] = 7; // client id
-        header[168] = 1; // request number
-        header[176] = 2; // NonReplicated
-        header[196..200].copy_from_slice(&code.to_le_bytes());
-        client.write_all(&header).unwrap();
-        let mut reply = [0u8; 256];
-        client.read_exact(&mut reply).unwrap();
-        assert_eq!(reply[60], 8, "a reply");
-        assert_eq!(reply[208], 2, "echoes the operation");
-        assert_eq!(
-            u32::from_le_bytes(reply[216..220].try_into().unwrap()),
-            status,
-            "code {code}"
-        );
-        assert_eq!(u32::from_le_bytes(reply[48..52].try_into().unwrap()), 256);
-    }
-    let mut raw = rill_integration::raw::RawClient::connect(server.address());
-    let pong = raw.request(rill_integration::raw::codes::PING, &[]);
-    assert_eq!(pong.status, 0, "0.8 clients are served on the same port");
 }
 
 /// Sends three messages and polls them back over one 0.11 client; returns the payloads.
