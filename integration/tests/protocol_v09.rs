@@ -21,6 +21,27 @@ use std::str::FromStr;
 /// (id, offset, timestamp, origin timestamp, payload, user header bytes) of a polled message.
 type Seen = (u128, u64, u64, u64, Vec<u8>, Vec<u8>);
 
+/// The [`Seen`] values of polled messages of either SDK generation (their types differ, their
+/// field names do not).
+macro_rules! seen {
+    ($messages:expr) => {
+        $messages
+            .iter()
+            .map(|m| {
+                let headers = m.user_headers.as_ref().map(|h| h.to_vec());
+                (
+                    m.header.id,
+                    m.header.offset,
+                    m.header.timestamp,
+                    m.header.origin_timestamp,
+                    m.payload.to_vec(),
+                    headers.unwrap_or_default(),
+                )
+            })
+            .collect()
+    };
+}
+
 #[tokio::test]
 async fn the_0_11_sdk_and_the_0_10_sdk_share_one_server_and_one_store() {
     let server = TestServer::start_default();
@@ -84,23 +105,7 @@ async fn the_0_11_sdk_and_the_0_10_sdk_share_one_server_and_one_store() {
         .await
         .expect("poll from 0.11");
     assert_eq!((polled.partition_id, polled.current_offset), (1, 2));
-    let seen_new: Vec<Seen> = polled
-        .messages
-        .iter()
-        .map(|m| {
-            (
-                m.header.id,
-                m.header.offset,
-                m.header.timestamp,
-                m.header.origin_timestamp,
-                m.payload.to_vec(),
-                m.user_headers
-                    .as_ref()
-                    .map(|h| h.to_vec())
-                    .unwrap_or_default(),
-            )
-        })
-        .collect();
+    let seen_new: Vec<Seen> = seen!(polled.messages);
     assert_eq!(seen_new.len(), 3);
     assert_eq!(seen_new[0].0, 101);
     assert_eq!(seen_new[2].4, b"third".to_vec());
@@ -119,23 +124,7 @@ async fn the_0_11_sdk_and_the_0_10_sdk_share_one_server_and_one_store() {
         )
         .await
         .expect("poll from 0.10");
-    let seen_old: Vec<Seen> = polled_old
-        .messages
-        .iter()
-        .map(|m| {
-            (
-                m.header.id,
-                m.header.offset,
-                m.header.timestamp,
-                m.header.origin_timestamp,
-                m.payload.to_vec(),
-                m.user_headers
-                    .as_ref()
-                    .map(|h| h.to_vec())
-                    .unwrap_or_default(),
-            )
-        })
-        .collect();
+    let seen_old: Vec<Seen> = seen!(polled_old.messages);
     assert_eq!(seen_old, seen_new, "both generations see the same messages");
 
     // 0.8 writes, 0.9 reads.

@@ -268,7 +268,7 @@ pub fn encode_polled(poll_head: &[u8; 16], stored: &[u8]) -> Result<Vec<u8>, Dec
             let low = min_origin.min(view.origin_timestamp());
             let high = max_origin.max(view.origin_timestamp());
             if view.timestamp() != first.timestamp()
-                || view.offset() != first.offset() + i as u64
+                || first.offset().checked_add(i as u64) != Some(view.offset())
                 || high - low > u64::from(u32::MAX)
             {
                 break;
@@ -336,9 +336,9 @@ pub fn decode_polled(body: &[u8]) -> Result<(u32, u64, Vec<PolledMessage>), Deco
             checksums.push(frame.checksum);
             messages.push(PolledMessage {
                 id: frame.id,
-                offset: u64_at(header, 8) + u64::from(u32_at(whole, 24)),
+                offset: u64_at(header, 8).wrapping_add(u64::from(u32_at(whole, 24))),
                 timestamp: u64_at(header, 16),
-                origin_timestamp: u64_at(header, 24) + u64::from(frame.timestamp_delta),
+                origin_timestamp: u64_at(header, 24).wrapping_add(u64::from(frame.timestamp_delta)),
                 payload: frame.payload.to_vec(),
                 user_headers: frame.user_headers.to_vec(),
             });
@@ -401,6 +401,28 @@ mod tests {
             (1, 1_700_000_000_002_000)
         );
         assert_eq!(view.payload(), b"hello");
+    }
+
+    /// Found by the v09 fuzz target: stored offsets at the end of the u64 range.
+    #[test]
+    fn offsets_at_the_end_of_the_range_do_not_overflow() {
+        let mut batch =
+            MessageBatch::from_messages(&[message(1, 5, "a", b""), message(2, 5, "b", b"")]);
+        batch.stamp(0, 7, || 0);
+        // Both stored at offset u64::MAX (bytes 24..32 of each 64-byte header; 1-byte payloads).
+        let mut stored = BytesMut::from(batch.as_bytes());
+        for at in [24, 65 + 24] {
+            stored[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        }
+        let mut head = [0u8; 16];
+        head[12..16].copy_from_slice(&2u32.to_le_bytes());
+        let body = encode_polled(&head, &stored).unwrap();
+        let (_, _, messages) = decode_polled(&body).unwrap();
+        assert_eq!(messages.len(), 2);
+        assert_eq!(
+            (messages[0].offset, messages[1].offset),
+            (u64::MAX, u64::MAX)
+        );
     }
 
     #[test]
