@@ -3,11 +3,11 @@
 //! applied twice, evictions for sessions, versions and legacy logins, and hostile frames that
 //! close only their own connection while 0.8 and 0.9 clients on the same port carry on.
 
-use rill_integration::TestServer;
 use rill_integration::raw::{RawClient, codes};
 use rill_integration::raw_v09::{
     Client, OP_CREATE_STREAM, OP_REGISTER, Request, frame, login_body, u32_at,
 };
+use rill_integration::{ServerOptions, TestServer};
 use std::time::{Duration, Instant};
 
 /// The GetStreams reply's stream names (records: 32 fixed bytes, name, options block).
@@ -147,6 +147,11 @@ fn sessions_versions_and_legacy_logins_are_refused_with_evictions() {
     // The connection is still usable for a good login.
     client.login_root();
     assert_eq!(client.call(&client.read_only(1), &[]).status(), 0);
+    assert_eq!(client.call(&client.read_only(201), &[]).status(), 0);
+    // A failed login on a logged-in connection leaves no authority behind.
+    let wrong = client.call(&register, &login_body(0x2C00, "iggy", "wrong"));
+    assert_eq!(wrong.eviction_reason(), Some(9));
+    assert_eq!(client.call(&client.read_only(201), &[]).status(), 40);
 }
 
 /// Untrusted headers close only their own connection; a flood of bad logins and garbage from
@@ -220,4 +225,26 @@ fn hostile_frames_close_only_their_connection() {
     );
     assert_eq!(old.request(codes::GET_STREAMS, &[]).status, 0);
     assert_eq!(new.call(&new.read_only(201), &[]).status(), 0);
+}
+
+/// Upstream counts every 0.9 request as a heartbeat (the SDK's raw clients send no Ping): with
+/// heartbeats verified every second, a session that keeps sending reads is never evicted.
+#[test]
+fn every_0_9_request_counts_as_a_heartbeat() {
+    let server = TestServer::start(
+        ServerOptions::new()
+            .env("IGGY_HEARTBEAT_ENABLED", "true")
+            .env("IGGY_HEARTBEAT_INTERVAL", "1 s"),
+    );
+    let mut client = Client::connect(server.address());
+    client.login_root();
+    for _ in 0..8 {
+        std::thread::sleep(Duration::from_millis(400));
+        let reply = client.call(&client.read_only(201), &[]);
+        assert_eq!(
+            (reply.command(), reply.status()),
+            (8, 0),
+            "served, not evicted"
+        );
+    }
 }

@@ -81,7 +81,18 @@ pub async fn process(
         reply.close = true;
         return reply;
     }
+    // Every 0.9 request counts as a heartbeat, as upstream counts it: the official SDK's raw
+    // clients send no Ping of their own.
+    session.last_heartbeat = Instant::now();
     match request.operation {
+        OP_REGISTER if session.user_id.is_some() => {
+            // A login on a logged-in connection replaces the session; the old one ends first,
+            // so a failed login never leaves the previous user's authority in place.
+            let slot = metrics::command_slot(39);
+            let logout = Request::LogoutUser(LogoutUser {});
+            let _ = run(shard, session, slot, logout, Instant::now()).await;
+            login(shard, session, &request, &body).await
+        }
         OP_REGISTER => login(shard, session, &request, &body).await,
         OP_LOGOUT => {
             if session.user_id.is_some() {
