@@ -222,7 +222,7 @@ pub fn idle_limit(shard: &Shard, session: &Session, connected_at: Instant) -> Op
     }
 }
 
-fn heartbeat_limit(shard: &Shard) -> Duration {
+pub(super) fn heartbeat_limit(shard: &Shard) -> Duration {
     shard.shared.config.heartbeat.interval.0.mul_f64(1.2)
 }
 

@@ -4,7 +4,7 @@
 //! results back into 0.9 replies. A transport reads one 256-byte header and its body, and
 //! writes what [`process`] returns.
 
-use super::{record, run};
+use super::{heartbeat_limit, record, run};
 use crate::handlers::{self, Response};
 use crate::metrics;
 use crate::session::Session;
@@ -68,10 +68,9 @@ pub async fn process(
     request: RequestHeader,
     body: BytesMut,
 ) -> Reply {
-    let config = &shard.shared.config.heartbeat;
-    let stale = config.enabled
+    let stale = shard.shared.config.heartbeat.enabled
         && session.user_id.is_some()
-        && session.last_heartbeat.elapsed() > config.interval.0.mul_f64(1.2);
+        && session.last_heartbeat.elapsed() > heartbeat_limit(shard);
     if stale && request.command_code() != Some(1) {
         tracing::info!(
             client_id = session.client_id,
@@ -88,26 +87,17 @@ pub async fn process(
         OP_REGISTER if session.user_id.is_some() => {
             // A login on a logged-in connection replaces the session; the old one ends first,
             // so a failed login never leaves the previous user's authority in place.
-            let slot = metrics::command_slot(39);
-            let logout = Request::LogoutUser(LogoutUser {});
-            let _ = run(shard, session, slot, logout, Instant::now()).await;
+            log_out(shard, session).await;
             login(shard, session, &request, &body).await
         }
         OP_REGISTER => login(shard, session, &request, &body).await,
         OP_LOGOUT => {
+            // Upstream answers OK on a connection that is not logged in, too.
             if session.user_id.is_some() {
-                let started = Instant::now();
-                let slot = metrics::command_slot(39);
-                let _ = run(
-                    shard,
-                    session,
-                    slot,
-                    Request::LogoutUser(LogoutUser {}),
-                    started,
-                )
-                .await;
+                log_out(shard, session).await;
+            } else {
+                session.v09.reset();
             }
-            session.v09.reset();
             Reply::frame(&request, 0, Vec::new(), 0)
         }
         operation => {
@@ -149,6 +139,15 @@ pub async fn process(
             reply
         }
     }
+}
+
+/// Ends the session's login as LogoutUser does, and its 0.9 binding.
+async fn log_out(shard: &Shard, session: &mut Session) {
+    let slot = metrics::command_slot(39);
+    let logout = Request::LogoutUser(LogoutUser {});
+    // LogoutUser cannot fail for a logged-in session; its outcome is recorded by `run`.
+    let _ = run(shard, session, slot, logout, Instant::now()).await;
+    session.v09.reset();
 }
 
 /// A result section with one failed entry.
