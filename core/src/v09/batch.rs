@@ -12,6 +12,7 @@
 //!                     reserved u64, payload, user headers
 //! ```
 
+use super::{u32_at, u64_at};
 use crate::codec::{Decode, Reader};
 use crate::error::{DecodeError, ErrorCode};
 use crate::message::{HEADER_SIZE as V08_HEADER_SIZE, MAX_PAYLOAD_BYTES, MessageView};
@@ -28,13 +29,6 @@ const BATCH_LENGTH: usize = 32;
 const BATCH_CHECKSUM: usize = 40;
 const MESSAGE_COUNT: usize = 48;
 const BATCH_RESERVED: usize = 52;
-
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
-}
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
-}
 
 /// XXH3 over a batch header's fields and each frame's checksum (protocol-0.9.md 6.4).
 fn batch_checksum(header: &[u8], frame_checksums: impl Iterator<Item = u64>) -> u64 {

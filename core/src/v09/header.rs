@@ -1,6 +1,7 @@
 //! The 256-byte request, reply and eviction headers (protocol-0.9.md section 2), and the map from
 //! a request's operation (and, for reads, the command code it carries) to a 0.8 command code.
 
+use super::{u32_at, u64_at, u128_at};
 use crate::error::{DecodeError, ErrorCode};
 
 /// Every 0.9 header is this long; a frame is a header followed by `size - 256` body bytes.
@@ -138,16 +139,6 @@ impl std::fmt::Display for HeaderError {
             HeaderError::Size(size) => write!(f, "frame size {size} out of range"),
         }
     }
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
-}
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
-}
-fn u128_at(bytes: &[u8], at: usize) -> u128 {
-    u128::from_le_bytes(bytes[at..at + 16].try_into().expect("16 bytes"))
 }
 
 impl RequestHeader {

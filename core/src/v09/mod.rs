@@ -35,6 +35,17 @@ pub fn is_compatible(client: u32) -> bool {
     client >= PROTOCOL_VERSION_MIN && client >> 10 <= PROTOCOL_VERSION >> 10
 }
 
+/// Little-endian fields at fixed offsets of headers whose length the caller has checked.
+pub(crate) fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+pub(crate) fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+}
+pub(crate) fn u128_at(bytes: &[u8], at: usize) -> u128 {
+    u128::from_le_bytes(bytes[at..at + 16].try_into().expect("16 bytes"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
