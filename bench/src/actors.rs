@@ -201,7 +201,13 @@ pub fn prepare_batches(
             let sizes: Vec<u32> = (0..count)
                 .map(|_| rng.random_range(plan.message_size.min..=plan.message_size.max))
                 .collect();
-            prepare_batch(&stream.stream_id, &stream.topic_id, partitioning, &sizes)
+            prepare_batch(
+                &stream.stream_id,
+                &stream.topic_id,
+                partitioning,
+                &sizes,
+                plan.endpoint.protocol,
+            )
         })
         .collect()
 }

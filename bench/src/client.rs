@@ -10,6 +10,12 @@
 //! [`rill_core::frame::encode_request`], responses read with [`ResponseHeader`], poll payloads
 //! walked with [`MessageIter`]. This crate only moves bytes and times them.
 //!
+//! Either protocol generation is spoken (`--protocol 0.8|0.9`). For 0.9, control requests go
+//! through `rill_core::v09::client` (0.8 requests written as 0.9 frames, replies read back);
+//! SendMessages frames are built once as 0.9 frames and renumbered per send (the 256-byte
+//! header only); polls are walked in their 0.9 batches without translation. Message bytes are
+//! counted as stored (64-byte headers) in both generations, so their MB/s compare the same data.
+//!
 //! Why not `rill-sdk`: its client is async, re-encodes every request from typed values and holds a
 //! lock per request; a benchmark should spend its time in the server, so the hot path here is
 //! `write_all(prebuilt frame)` + `read_exact(header)` + `read_exact(payload into a reused buffer)`.
@@ -21,10 +27,13 @@ use rill_core::message::{MessageBatch, MessageIter, OutgoingMessage, POLL_RESPON
 use rill_core::primitives::{CompressionAlgorithm, Identifier, Name, Partitioning, ShortString};
 use rill_core::requests::*;
 use rill_core::responses::{Stats, StreamDetails, TopicDetails};
+use rill_core::v09::batch::PolledFrames;
+use rill_core::v09::client::{ClientSession, ReplyError, read_reply_header};
+use rill_core::v09::header::HEADER_SIZE as V09_HEADER_SIZE;
 use rill_core::{Decode, ErrorCode, Reader, Request};
 use rill_sdk::transport::{Connection as SdkConnection, OutgoingFrame, PermanentFailure};
-use rill_sdk::{ClientConfig, QuicOptions, TlsOptions, TransportKind};
-use std::io::{Read, Write};
+use rill_sdk::{ClientConfig, Protocol, QuicOptions, TlsOptions, TransportKind};
+use std::io::{IoSlice, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
@@ -34,6 +43,8 @@ const CLIENT_VERSION: &str = "0.10.0";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A response larger than this means the stream is desynchronised.
 const MAX_RESPONSE_BYTES: usize = 1 << 30;
+/// A stored message's header: the unit message bytes are counted in.
+const V08_MESSAGE_HEADER: usize = rill_core::message::HEADER_SIZE;
 
 /// The transports `iggy-bench` knows by name; TCP (plain or TLS) and QUIC are implemented.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -80,6 +91,8 @@ pub struct Endpoint {
     pub tls: Option<TlsOptions>,
     /// QUIC settings (used by the `quic` transport).
     pub quic: QuicOptions,
+    /// The wire protocol generation.
+    pub protocol: Protocol,
 }
 
 impl Endpoint {
@@ -152,32 +165,67 @@ fn open_sdk_session(endpoint: &Endpoint, transport: TransportKind) -> Result<Sdk
     })
 }
 
-/// Sends one whole request frame and reads the response payload into `response` (grown to the
-/// largest response seen and reused); returns the payload length.
+/// Writes both parts of a frame: one system call unless the kernel takes less.
+fn write_parts(stream: &mut TcpStream, head: &[u8], body: &[u8]) -> std::io::Result<()> {
+    let mut slices = [IoSlice::new(head), IoSlice::new(body)];
+    let mut remaining: &mut [IoSlice<'_>] = &mut slices;
+    while !remaining.is_empty() {
+        let written = stream.write_vectored(remaining)?;
+        if written == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        IoSlice::advance_slices(&mut remaining, written);
+    }
+    Ok(())
+}
+
+/// Grows `response` to `length` when needed, refusing lengths that mean a desynchronised stream.
+fn make_room(response: &mut Vec<u8>, length: usize, during: &'static str) -> Result<()> {
+    if length > MAX_RESPONSE_BYTES {
+        return Err(Error::Protocol(format!(
+            "response of {length} bytes while trying to {during}"
+        )));
+    }
+    if response.len() < length {
+        response.resize(length, 0);
+    }
+    Ok(())
+}
+
+/// Sends one request frame (`head` then `body`) of `protocol` and reads the reply into
+/// `response` (grown to the largest seen and reused); returns the status and the payload (0.8)
+/// or body (0.9) length. A 0.9 eviction is its reason's status.
 fn exchange(
     wire: &mut Wire,
-    frame: &[u8],
+    head: &[u8],
+    body: &[u8],
+    protocol: Protocol,
     response: &mut Vec<u8>,
     during: &'static str,
-) -> Result<usize> {
+) -> Result<(u32, usize)> {
     match wire {
         Wire::Tcp(stream) => {
-            stream.write_all(frame)?;
-            let mut header = [0u8; RESPONSE_HEADER_SIZE];
-            stream.read_exact(&mut header)?;
-            let length = ResponseHeader::parse(header)
-                .result()
-                .map_err(|code| Error::Server(during, code))?;
-            if length > MAX_RESPONSE_BYTES {
-                return Err(Error::Protocol(format!(
-                    "response of {length} bytes while trying to {during}"
-                )));
-            }
-            if response.len() < length {
-                response.resize(length, 0);
-            }
+            write_parts(stream, head, body)?;
+            let (status, length) = match protocol {
+                Protocol::V08 => {
+                    let mut header = [0u8; RESPONSE_HEADER_SIZE];
+                    stream.read_exact(&mut header)?;
+                    let header = ResponseHeader::parse(header);
+                    // An error status carries no payload (protocol.md 1.2).
+                    let length = if header.status == 0 { header.length } else { 0 };
+                    (header.status, length as usize)
+                }
+                Protocol::V09 => {
+                    let mut header = [0u8; V09_HEADER_SIZE];
+                    stream.read_exact(&mut header)?;
+                    let (length, status) =
+                        read_reply_header(&header).map_err(|error| Error::Decode(during, error))?;
+                    (status, length)
+                }
+            };
+            make_room(response, length, during)?;
             stream.read_exact(&mut response[..length])?;
-            Ok(length)
+            Ok((status, length))
         }
         Wire::Sdk(session) => {
             let SdkSession {
@@ -185,31 +233,37 @@ fn exchange(
                 connection,
             } = &mut **session;
             let raw = runtime.block_on(connection.round_trip(OutgoingFrame {
-                head: frame,
-                body: &[],
+                head,
+                body,
+                protocol,
             }))?;
-            let length = ResponseHeader {
-                status: raw.status,
-                length: raw.payload.len() as u32,
-            }
-            .result()
-            .map_err(|code| Error::Server(during, code))?;
-            if response.len() < length {
-                response.resize(length, 0);
-            }
+            let length = raw.payload.len();
+            make_room(response, length, during)?;
             response[..length].copy_from_slice(&raw.payload);
-            Ok(length)
+            Ok((raw.status, length))
         }
     }
+}
+
+/// A status as this tool's error.
+fn refused(during: &'static str, status: u32) -> Error {
+    Error::Server(
+        during,
+        ErrorCode::from_code(status).unwrap_or(ErrorCode::Error),
+    )
 }
 
 /// One authenticated session.
 pub struct Connection {
     wire: Wire,
+    /// The 0.9 session numbering; `None` on a 0.8 connection.
+    v09: Option<ClientSession>,
     /// Encoding buffer for control requests.
     request: BytesMut,
     /// Receive buffer, grown to the largest response seen and reused.
     response: Vec<u8>,
+    /// A 0.9 control reply read back into its 0.8 payload.
+    translated: Vec<u8>,
 }
 
 impl Connection {
@@ -233,13 +287,31 @@ impl Connection {
                 Wire::Tcp(stream)
             }
         };
+        let v09 = match endpoint.protocol {
+            Protocol::V08 => None,
+            Protocol::V09 => Some(
+                ClientSession::new(rand::random(), "iggy-bench", env!("CARGO_PKG_VERSION"))
+                    .map_err(|error| Error::Decode("start a 0.9 session", error))?,
+            ),
+        };
         let mut connection = Connection {
             wire,
+            v09,
             request: BytesMut::with_capacity(512),
             response: Vec::with_capacity(64 * 1024),
+            translated: Vec::new(),
         };
         connection.login(&endpoint.username, &endpoint.password)?;
         Ok(connection)
+    }
+
+    /// The generation this connection speaks.
+    pub fn protocol(&self) -> Protocol {
+        if self.v09.is_some() {
+            Protocol::V09
+        } else {
+            Protocol::V08
+        }
     }
 
     fn login(&mut self, username: &str, password: &str) -> Result<()> {
@@ -253,12 +325,43 @@ impl Connection {
         self.call(request.into(), "log in").map(|_| ())
     }
 
-    /// Sends one request and returns the response payload (valid until the next call).
+    /// Sends one request and returns the response payload, in 0.8's form whatever the
+    /// generation (valid until the next call).
     pub fn call(&mut self, request: Request, during: &'static str) -> Result<&[u8]> {
-        self.request.clear();
-        encode_request(&request, &mut self.request);
-        let length = exchange(&mut self.wire, &self.request, &mut self.response, during)?;
-        Ok(&self.response[..length])
+        let Some(session) = self.v09.as_mut() else {
+            self.request.clear();
+            encode_request(&request, &mut self.request);
+            let (status, length) = exchange(
+                &mut self.wire,
+                &self.request,
+                &[],
+                Protocol::V08,
+                &mut self.response,
+                during,
+            )?;
+            if status != 0 {
+                return Err(refused(during, status));
+            }
+            return Ok(&self.response[..length]);
+        };
+        let sent = session
+            .encode(&request)
+            .map_err(|error| Error::Decode(during, error))?;
+        let (status, length) = exchange(
+            &mut self.wire,
+            &sent.header,
+            &sent.body,
+            Protocol::V09,
+            &mut self.response,
+            during,
+        )?;
+        self.translated = session
+            .read_reply(&sent, status, &self.response[..length])
+            .map_err(|error| match error {
+                ReplyError::Status(code) => Error::Server(during, code),
+                ReplyError::Malformed(error) => Error::Decode(during, error),
+            })?;
+        Ok(&self.translated)
     }
 
     /// Sends one request and decodes its response.
@@ -283,28 +386,63 @@ impl Connection {
             .map_err(|error| Error::Decode(during, error))
     }
 
-    /// Writes a pre-encoded request frame and reads the response; returns the payload length.
-    pub fn send_frame(&mut self, frame: &[u8], during: &'static str) -> Result<usize> {
-        exchange(&mut self.wire, frame, &mut self.response, during)
+    /// Writes a SendMessages frame prepared for this connection's generation and reads the
+    /// response; a 0.9 frame's header is renumbered for this session first.
+    pub fn send_frame(&mut self, frame: &[u8], during: &'static str) -> Result<()> {
+        let (status, _) = match self.v09.as_mut() {
+            None => exchange(
+                &mut self.wire,
+                frame,
+                &[],
+                Protocol::V08,
+                &mut self.response,
+                during,
+            )?,
+            Some(session) => {
+                let (header, body) = frame.split_at(V09_HEADER_SIZE);
+                let mut header: [u8; V09_HEADER_SIZE] =
+                    header.try_into().expect("split at the header size");
+                session.renumber(&mut header);
+                exchange(
+                    &mut self.wire,
+                    &header,
+                    body,
+                    Protocol::V09,
+                    &mut self.response,
+                    during,
+                )?
+            }
+        };
+        match status {
+            0 => Ok(()),
+            status => Err(refused(during, status)),
+        }
     }
 
-    /// The payload of the last response.
-    pub fn last_payload(&self, length: usize) -> &[u8] {
-        &self.response[..length]
-    }
-
-    /// Sends a pre-encoded PollMessages frame and summarises the messages returned, checking
-    /// each with `rill_core`'s message parser.
-    pub fn poll_frame(&mut self, frame: &[u8]) -> Result<PollSummary> {
-        let length = self.send_frame(frame, "poll messages")?;
-        summarise_poll(&self.response[..length])
-    }
-
-    /// Sends a PollMessages request (encoded into the reused buffer) and summarises the
-    /// messages returned.
+    /// Sends a PollMessages request and summarises the messages returned, checking each with
+    /// `rill_core`'s parser of the connection's generation.
     pub fn poll(&mut self, request: PollMessages) -> Result<PollSummary> {
-        let payload = self.call(request.into(), "poll messages")?;
-        summarise_poll(payload)
+        let Some(session) = self.v09.as_mut() else {
+            let payload = self.call(request.into(), "poll messages")?;
+            return summarise_poll(payload);
+        };
+        let during = "poll messages";
+        let request = Request::PollMessages(request);
+        let sent = session
+            .encode(&request)
+            .map_err(|error| Error::Decode(during, error))?;
+        let (status, length) = exchange(
+            &mut self.wire,
+            &sent.header,
+            &sent.body,
+            Protocol::V09,
+            &mut self.response,
+            during,
+        )?;
+        if status != 0 {
+            return Err(refused(during, status));
+        }
+        summarise_v09_poll(&self.response[..length])
     }
 
     pub fn get_stream(&mut self, stream: &Identifier) -> Result<Option<StreamDetails>> {
@@ -443,6 +581,31 @@ pub fn summarise_poll(payload: &[u8]) -> Result<PollSummary> {
     Ok(summary)
 }
 
+/// Reads a 0.9 PollMessages reply (protocol-0.9.md 6.7) by walking its batches and frames by
+/// their lengths, as the official SDK does. Bytes are counted as stored (64-byte headers), the
+/// same measure as a 0.8 poll's.
+pub fn summarise_v09_poll(body: &[u8]) -> Result<PollSummary> {
+    let decode = |error| Error::Decode("poll messages", error);
+    let mut reader = Reader::new(body);
+    let partition_id = reader.u32("partition id").map_err(decode)?;
+    let current_offset = reader.u64("current offset").map_err(decode)?;
+    let _declared_count = reader.u32("messages count").map_err(decode)?;
+    let mut summary = PollSummary {
+        partition_id,
+        current_offset,
+        ..PollSummary::default()
+    };
+    for frame in PolledFrames::new(reader.rest()) {
+        let frame = frame.map_err(decode)?;
+        summary.messages += 1;
+        summary.bytes +=
+            (V08_MESSAGE_HEADER + frame.payload.len() + frame.user_headers.len()) as u64;
+        summary.payload_bytes += frame.payload.len() as u64;
+        summary.last_offset = Some(frame.offset);
+    }
+    Ok(summary)
+}
+
 /// Encodes a whole request frame (header and payload) once, to be sent many times.
 pub fn encode_frame(request: &Request) -> Bytes {
     let mut frame = BytesMut::with_capacity(8 + request.payload_len());
@@ -461,14 +624,16 @@ pub struct PreparedBatch {
     pub payload_bytes: u64,
 }
 
-/// Builds SendMessages frames for `stream/topic` with the given partitioning. Message `i` of a
-/// batch carries id `i + 1` (so the server does not spend time drawing random ids) and a payload
-/// of `sizes[i]` bytes of a repeating pattern.
+/// Builds SendMessages frames of `protocol` for `stream/topic` with the given partitioning.
+/// Message `i` of a batch carries id `i + 1` (so the server does not spend time drawing random
+/// ids) and a payload of `sizes[i]` bytes of a repeating pattern. A 0.9 frame is the header
+/// (renumbered by [`Connection::send_frame`]) followed by the body.
 pub fn prepare_batch(
     stream: &Identifier,
     topic: &Identifier,
     partitioning: &Partitioning,
     sizes: &[u32],
+    protocol: Protocol,
 ) -> PreparedBatch {
     let messages: Vec<OutgoingMessage> = sizes
         .iter()
@@ -493,8 +658,17 @@ pub fn prepare_batch(
         batch,
     }
     .into();
+    let frame = match protocol {
+        Protocol::V08 => encode_frame(&request),
+        Protocol::V09 => {
+            let sent = ClientSession::new(1, "iggy-bench", env!("CARGO_PKG_VERSION"))
+                .and_then(|mut session| session.encode(&request))
+                .expect("a benchmark batch spans no time, so it encodes");
+            [&sent.header[..], &sent.body].concat().into()
+        }
+    };
     PreparedBatch {
-        frame: encode_frame(&request),
+        frame,
         messages: sizes.len() as u32,
         bytes,
         payload_bytes: sizes.iter().map(|&size| u64::from(size)).sum(),
@@ -526,6 +700,7 @@ mod tests {
             &Identifier::numeric(0),
             &Partitioning::PartitionId(0),
             &[10, 20, 30],
+            Protocol::V08,
         );
         assert_eq!(batch.messages, 3);
         assert_eq!(batch.payload_bytes, 60);

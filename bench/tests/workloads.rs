@@ -13,6 +13,7 @@ use rill_bench::report::Report;
 use rill_bench::stats::ActorKind;
 use rill_bench::workload;
 use rill_core::primitives::Identifier;
+use rill_sdk::Protocol;
 use std::path::Path;
 use std::process::Command;
 
@@ -48,6 +49,7 @@ impl Server {
             nodelay: true,
             tls: None,
             quic: Default::default(),
+            protocol: Protocol::V08,
         }
     }
 
@@ -66,9 +68,9 @@ impl Server {
     }
 }
 
-fn run_workload(server: &Server, args: &str, output: &Path) -> Report {
+fn run_workload(server: &Server, args: &str, output: &Path, protocol: Protocol) -> Report {
     let command_line = format!(
-        "iggy-bench -q {args} tcp --server-address {} output -o {}",
+        "iggy-bench -q --protocol {protocol} {args} tcp --server-address {} output -o {}",
         server.address(),
         output.display()
     );
@@ -106,6 +108,16 @@ fn stored_delta(report: &Report) -> u64 {
 
 #[test]
 fn every_workload_reports_what_it_sent_and_read() {
+    every_workload(Protocol::V08);
+}
+
+/// The same workloads in the 0.9 protocol; what they stored is counted over 0.8.
+#[test]
+fn every_workload_runs_over_the_0_9_protocol() {
+    every_workload(Protocol::V09);
+}
+
+fn every_workload(protocol: Protocol) {
     let server = Server::start(&[]);
     let output = tempfile::tempdir().unwrap();
     // 10 messages of 100 bytes per batch, 20 batches per actor: 200 messages per actor.
@@ -115,6 +127,7 @@ fn every_workload_reports_what_it_sent_and_read() {
         &server,
         &format!("{common} pinned-producer -p 2"),
         output.path(),
+        protocol,
     );
     assert_eq!(report.workload, WorkloadKind::PinnedProducer);
     assert_eq!(sum(&report, ActorKind::Producer, |a| a.messages), 400);
@@ -130,6 +143,7 @@ fn every_workload_reports_what_it_sent_and_read() {
         &server,
         &format!("{common} --reuse-streams pinned-consumer -c 2"),
         output.path(),
+        protocol,
     );
     assert_eq!(sum(&report, ActorKind::Consumer, |a| a.messages), 400);
     assert_eq!(stored_delta(&report), 0, "no prefill was needed");
@@ -140,6 +154,7 @@ fn every_workload_reports_what_it_sent_and_read() {
         &server,
         &format!("{common} pinned-consumer -c 2"),
         output.path(),
+        protocol,
     );
     assert_eq!(sum(&report, ActorKind::Consumer, |a| a.messages), 400);
     assert!(report.streams.iter().all(|s| s.messages_before >= 200));
@@ -148,6 +163,7 @@ fn every_workload_reports_what_it_sent_and_read() {
         &server,
         &format!("{common} pinned-producer-and-consumer -p 2 -c 2"),
         output.path(),
+        protocol,
     );
     assert_eq!(sent(&report), 400);
     assert_eq!(stored_delta(&report), 400);
@@ -157,6 +173,7 @@ fn every_workload_reports_what_it_sent_and_read() {
         &server,
         &format!("{common} balanced-producer -p 2 -a 3"),
         output.path(),
+        protocol,
     );
     assert_eq!(sent(&report), 400);
     assert_eq!(server.stored_messages(1), 400);
@@ -166,6 +183,7 @@ fn every_workload_reports_what_it_sent_and_read() {
         &server,
         &format!("{common} balanced-consumer-group -c 3 -a 3 -g 1"),
         output.path(),
+        protocol,
     );
     assert_eq!(sum(&report, ActorKind::Consumer, |a| a.messages), 600);
 
@@ -173,6 +191,7 @@ fn every_workload_reports_what_it_sent_and_read() {
         &server,
         &format!("{common} balanced-producer-and-consumer-group -p 2 -c 2 -a 4 -g 1"),
         output.path(),
+        protocol,
     );
     assert_eq!(sent(&report), 400);
     assert_eq!(server.stored_messages(1), 400);
@@ -182,6 +201,7 @@ fn every_workload_reports_what_it_sent_and_read() {
         &server,
         &format!("{common} end-to-end-producing-consumer -p 2"),
         output.path(),
+        protocol,
     );
     assert_eq!(
         sum(&report, ActorKind::ProducingConsumer, |a| a.messages),
@@ -194,6 +214,7 @@ fn every_workload_reports_what_it_sent_and_read() {
         &server,
         "-m 10..200 -P 1..5 -d 300ms -w 200ms pinned-producer -p 2",
         output.path(),
+        protocol,
     );
     let measured = sum(&report, ActorKind::Producer, |a| a.messages);
     let warmup = sum(&report, ActorKind::Producer, |a| a.warmup_messages);

@@ -13,6 +13,10 @@ Exit codes:
   4  authentication or permission failure (codes 40-55)
   5  the requested resource does not exist";
 
+fn parse_protocol(text: &str) -> Result<rill_sdk::Protocol, String> {
+    text.parse()
+}
+
 /// CLI for Iggy message streaming platform
 #[derive(Debug, Parser)]
 #[command(name = "iggy", version, about, after_help = EXIT_CODES)]
@@ -32,6 +36,13 @@ pub struct GlobalArgs {
     /// [default: tcp]
     #[arg(long)]
     pub transport: Option<String>,
+
+    /// Wire protocol generation: `0.8` (SDK 0.10.0's) or `0.9` (SDK 0.11.0's); a rill server
+    /// speaks both on the same ports (rill addition)
+    ///
+    /// [default: 0.8]
+    #[arg(long, env = "IGGY_PROTOCOL", value_parser = parse_protocol)]
+    pub protocol: Option<rill_sdk::Protocol>,
 
     /// Optional encryption key for the message payload used by the client
     #[arg(long)]

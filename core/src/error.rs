@@ -283,6 +283,8 @@ error_codes! {
     CannotBindToSocket = 12000 => "Cannot bind to socket",
     TaskTimeout = 12001 => "Task timeout",
     IoError = 13000 => "Io error",
+    InvalidSession = 14001 => "Invalid session",
+    IncompatibleProtocolVersion = 14003 => "Incompatible protocol version",
 }
 
 impl ErrorCode {
@@ -356,8 +358,9 @@ mod tests {
             previous = code.code();
             assert_eq!(ErrorCode::from_code(code.code()), Some(code));
         }
-        // 223 codes of 0.8.0 and the 8 the 0.9 protocol added (protocol-0.9.md section 7).
-        assert_eq!(ErrorCode::ALL.len(), 231);
+        // 223 codes of 0.8.0, the 8 the 0.9 protocol added (protocol-0.9.md section 7) and the
+        // two session codes a 0.9 client reports (14001, 14003).
+        assert_eq!(ErrorCode::ALL.len(), 233);
         assert_eq!(ErrorCode::from_code(0), None);
         assert_eq!(ErrorCode::from_code(999_999), None);
     }

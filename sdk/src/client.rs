@@ -18,10 +18,10 @@
 
 use crate::config::{ClientConfig, Credentials, ReconnectPolicy};
 use crate::error::{Error, Result};
-use crate::transport::{Connection, Connector, OutgoingFrame, PermanentFailure, connector_for};
-use crate::wire::{CommandResponse, encode_frame};
+use crate::generation::{Codec, ends_connection};
+use crate::transport::{Connection, Connector, PermanentFailure, connector_for};
+use crate::wire::CommandResponse;
 use bytes::Bytes;
-use rill_core::frame::ResponseHeader;
 use rill_core::message::{MessageBatch, OutgoingMessage, PolledMessages};
 use rill_core::primitives::{
     CompressionAlgorithm, Consumer, Identifier, Name, OptionalPartition, Partitioning, Permissions,
@@ -29,7 +29,7 @@ use rill_core::primitives::{
 };
 use rill_core::requests::*;
 use rill_core::responses::*;
-use rill_core::{CommandCode, ErrorCode, Request};
+use rill_core::{CommandCode, Request};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -148,6 +148,12 @@ impl ClientBuilder {
         self
     }
 
+    /// The wire protocol generation (0.8 by default).
+    pub fn protocol(mut self, protocol: crate::config::Protocol) -> Self {
+        self.config.protocol = protocol;
+        self
+    }
+
     /// TCP_NODELAY (on by default).
     pub fn nodelay(mut self, nodelay: bool) -> Self {
         self.config.nodelay = nodelay;
@@ -206,6 +212,8 @@ struct JoinedGroup {
 
 struct Session {
     connection: Option<Box<dyn Connection>>,
+    /// How the current connection frames requests (0.9 numbers them per connection).
+    codec: Codec,
     /// Set while a request is on the wire. Still set when the next request starts means the
     /// previous one was cancelled mid-way (its future dropped, e.g. by a timeout around it):
     /// its response may still arrive, so the connection is discarded.
@@ -270,12 +278,14 @@ impl Client {
     /// A client over a custom transport.
     pub fn with_connector(config: ClientConfig, connector: Arc<dyn Connector>) -> Self {
         let login = config.credentials.clone();
+        let codec = Codec::new(config.protocol);
         Client {
             inner: Arc::new(Inner {
                 config,
                 connector,
                 session: Mutex::new(Session {
                     connection: None,
+                    codec,
                     in_flight: false,
                     authenticated: false,
                     login,
@@ -423,6 +433,13 @@ impl Client {
         }
     }
 
+    /// Opens a new connection for the session, with a fresh codec state.
+    async fn attach(&self, session: &mut Session) -> Result<()> {
+        session.connection = Some(self.open_connection().await?);
+        session.codec = Codec::new(self.inner.config.protocol);
+        Ok(())
+    }
+
     /// Makes sure the session has a connection, is logged in (when credentials are known) and
     /// has re-joined its consumer groups.
     async fn ensure_ready(&self, session: &mut Session) -> Result<()> {
@@ -432,7 +449,7 @@ impl Client {
         Self::discard_if_cancelled(session);
         if session.connection.is_none() {
             session.authenticated = false;
-            session.connection = Some(self.open_connection().await?);
+            self.attach(session).await?;
         }
         if session.authenticated {
             return Ok(());
@@ -474,18 +491,14 @@ impl Client {
     /// One request and its response on the current connection, with the request timeout.
     async fn round_trip(&self, session: &mut Session, request: &Request) -> Result<Bytes> {
         let command = request.command();
-        let connection = session.connection.as_mut().ok_or(Error::NotConnected)?;
+        let Session {
+            connection, codec, ..
+        } = session;
+        let connection = connection.as_mut().ok_or(Error::NotConnected)?;
+        let encoded = codec.encode(request)?;
         session.in_flight = true;
-        let frame = encode_frame(request);
         let timeout = self.inner.config.request_timeout;
-        let outcome = tokio::time::timeout(
-            timeout,
-            connection.round_trip(OutgoingFrame {
-                head: &frame.head,
-                body: frame.body,
-            }),
-        )
-        .await;
+        let outcome = tokio::time::timeout(timeout, connection.round_trip(encoded.frame())).await;
         let response = match outcome {
             Err(_) => {
                 session.connection = None;
@@ -503,21 +516,14 @@ impl Client {
             Ok(Ok(response)) => response,
         };
         session.in_flight = false;
-        let header = ResponseHeader {
-            status: response.status,
-            length: response.payload.len() as u32,
-        };
-        match header.result() {
-            Ok(_) => Ok(response.payload),
-            Err(code) => {
-                if matches!(code, ErrorCode::ClientNotFound | ErrorCode::StaleClient) {
-                    // The server closes the connection after these (protocol.md 1.3).
-                    session.connection = None;
-                    session.authenticated = false;
-                }
-                Err(Error::Server { command, code })
-            }
+        let result = session.codec.decode(request, &encoded, response);
+        if let Err(Error::Server { code, .. }) = &result
+            && ends_connection(self.inner.config.protocol, *code)
+        {
+            session.connection = None;
+            session.authenticated = false;
         }
+        result
     }
 
     /// Drops a connection whose last request was cancelled before its response was read.
@@ -588,7 +594,7 @@ impl Client {
         );
         // An explicit login replaces the stored one, so there is nothing to log in with first.
         if explicit_login && session.connection.is_none() {
-            session.connection = Some(self.open_connection().await?);
+            self.attach(&mut session).await?;
             session.authenticated = false;
         } else if !explicit_login {
             self.ensure_ready(&mut session).await?;
@@ -604,7 +610,7 @@ impl Client {
                 session.connection = None;
                 session.authenticated = false;
                 if explicit_login {
-                    session.connection = Some(self.open_connection().await?);
+                    self.attach(&mut session).await?;
                 } else {
                     self.ensure_ready(&mut session).await?;
                 }

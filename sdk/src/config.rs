@@ -5,7 +5,8 @@
 //! over TCP and `iggy+quic://` for QUIC). A user part without a colon (`iggy://TOKEN@host:port`)
 //! is a personal access token. The port defaults to 8090 (8080 for QUIC).
 //!
-//! Options of every transport: `request_timeout`, `connect_timeout`, `heartbeat_interval`
+//! Options of every transport: `protocol` (`0.8`, the default, or `0.9`: the wire protocol
+//! generation, see [`Protocol`]), `request_timeout`, `connect_timeout`, `heartbeat_interval`
 //! (`0`/`none` disables), `reconnection_retries` (a number or `unlimited`; upstream's QUIC name
 //! `reconnection_max_retries` is accepted too), `reconnection_interval` (initial backoff),
 //! `reconnection_max_interval`, `reconnection` (bool).
@@ -39,6 +40,52 @@ pub const DEFAULT_QUIC_RESPONSE_BUFFER_SIZE: usize = 10_000_000;
 pub const DEFAULT_USERNAME: &str = "iggy";
 /// Default root credentials of a development server.
 pub const DEFAULT_PASSWORD: &str = "iggy";
+
+/// The wire protocol generation a client speaks. A rill server serves both on the same ports;
+/// an upstream Iggy server speaks only its own (0.8.x servers 0.8, 0.9.x servers 0.9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// Iggy 0.8 (`../shared/docs/protocol.md`): 8-byte frame headers, as SDK 0.10.0 speaks.
+    #[default]
+    V08,
+    /// Iggy 0.9 (`protocol-0.9.md`): 256-byte headers, sessions and numbered requests, 0.9
+    /// message batches, as SDK 0.11.0 speaks.
+    V09,
+}
+
+impl Protocol {
+    /// Parses `0.8`/`v08`/`8` or `0.9`/`v09`/`9`.
+    pub fn parse(text: &str) -> Option<Protocol> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "0.8" | "v0.8" | "v08" | "08" | "8" => Some(Protocol::V08),
+            "0.9" | "v0.9" | "v09" | "09" | "9" => Some(Protocol::V09),
+            _ => None,
+        }
+    }
+
+    /// `0.8` or `0.9`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::V08 => "0.8",
+            Protocol::V09 => "0.9",
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Protocol {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        Protocol::parse(text)
+            .ok_or_else(|| format!("unknown protocol '{text}': expected 0.8 or 0.9"))
+    }
+}
 
 /// How the client authenticates after each (re)connection.
 #[derive(Clone, PartialEq, Eq, Default)]
@@ -215,6 +262,8 @@ pub struct ClientConfig {
     pub address: String,
     /// The transport.
     pub transport: TransportKind,
+    /// The wire protocol generation.
+    pub protocol: Protocol,
     /// Login performed after every (re)connection.
     pub credentials: Credentials,
     /// TCP_NODELAY on the socket (default on: Nagle adds ~40 ms per small request).
@@ -234,6 +283,7 @@ impl Default for ClientConfig {
         ClientConfig {
             address: DEFAULT_TCP_ADDRESS.to_owned(),
             transport: TransportKind::Tcp,
+            protocol: Protocol::V08,
             credentials: Credentials::None,
             nodelay: true,
             request_timeout: Duration::from_secs(30),
@@ -399,6 +449,7 @@ impl ClientConfig {
                 }
             }
             "nodelay" => self.nodelay = parse_bool(value).ok_or_else(invalid)?,
+            "protocol" => self.protocol = Protocol::parse(value).ok_or_else(invalid)?,
             "request_timeout" => {
                 self.request_timeout = parse_duration(value).ok_or_else(invalid)?
             }
@@ -535,6 +586,26 @@ mod tests {
             config.transport,
             TransportKind::TcpTls(TlsOptions { domain: Some(ref d), validate_certificate: true, .. }) if d == "example.com"
         ));
+    }
+
+    #[test]
+    fn the_protocol_generation_is_an_option() {
+        let config = ClientConfig::from_connection_string("iggy://u:p@h:1").unwrap();
+        assert_eq!(config.protocol, Protocol::V08);
+        for (text, protocol) in [
+            ("0.9", Protocol::V09),
+            ("v09", Protocol::V09),
+            ("0.8", Protocol::V08),
+        ] {
+            let config = ClientConfig::from_connection_string(&format!(
+                "iggy+tls://u:p@h:1?protocol={text}"
+            ))
+            .unwrap();
+            assert_eq!(config.protocol, protocol);
+        }
+        assert!(ClientConfig::from_connection_string("iggy://u:p@h:1?protocol=1.0").is_err());
+        assert_eq!("0.9".parse::<Protocol>(), Ok(Protocol::V09));
+        assert_eq!(Protocol::V09.to_string(), "0.9");
     }
 
     #[test]

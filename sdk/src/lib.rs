@@ -10,7 +10,8 @@
 //! The protocol itself lives in `rill_core` (sans I/O); this crate adds transports
 //! ([`transport`]: TCP, TLS over TCP with rustls, QUIC with quinn; chosen by
 //! [`TransportKind`] or the connection string's scheme `iggy://`, `iggy+tls://`, `iggy+quic://`)
-//! and ergonomics.
+//! and ergonomics. Either protocol generation is spoken, Iggy 0.8 by default or 0.9 with
+//! [`Protocol::V09`] (`protocol=0.9` in the connection string).
 //!
 //! ```no_run
 //! # async fn example() -> rill_sdk::Result<()> {
@@ -28,6 +29,7 @@ pub mod client;
 pub mod config;
 pub mod consumer;
 pub mod error;
+mod generation;
 pub mod message;
 pub mod producer;
 pub mod transport;
@@ -38,7 +40,7 @@ pub use client::{
     parse_identifier,
 };
 pub use config::{
-    ClientConfig, Credentials, QuicOptions, ReconnectPolicy, TlsOptions, TransportKind,
+    ClientConfig, Credentials, Protocol, QuicOptions, ReconnectPolicy, TlsOptions, TransportKind,
 };
 pub use error::{Error, Result};
 pub use message::{Header, HeaderValue, Message, SendMessage};

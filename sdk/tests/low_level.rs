@@ -1,5 +1,6 @@
 //! The low-level client against the real server: every command group, typed responses,
-//! server error codes, reconnection and the unreachable-server error.
+//! server error codes, reconnection and the unreachable-server error, each scenario once in
+//! each protocol generation (`both_protocols!`).
 
 mod common;
 
@@ -10,13 +11,41 @@ use rill_sdk::types::{
     Consumer, GlobalPermissions, Partitioning, Permissions, PollingStrategy, UserStatus,
 };
 use rill_sdk::{
-    Client, ClientBuilder, Error, Message, ReconnectPolicy, SendMessage, SnapshotCompression,
-    SnapshotType, TopicOptions,
+    Client, ClientBuilder, Error, Message, Protocol, ReconnectPolicy, SendMessage,
+    SnapshotCompression, SnapshotType, TopicOptions,
 };
 use std::time::Duration;
 
-async fn root_client(server: &TestServer) -> Client {
-    let client = Client::from_connection_string(&server.connection_string()).unwrap();
+/// Runs each scenario twice, as `NAME::v08` and `NAME::v09`.
+macro_rules! both_protocols {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn v08() {
+                super::$name(rill_sdk::Protocol::V08).await
+            }
+            #[tokio::test]
+            async fn v09() {
+                super::$name(rill_sdk::Protocol::V09).await
+            }
+        }
+    )*};
+}
+
+both_protocols!(
+    system_commands,
+    streams_topics_partitions_segments,
+    messages_and_offsets,
+    consumer_groups,
+    users_and_personal_access_tokens,
+    reconnects_and_logs_in_again_after_a_server_restart,
+    unreachable_server_is_a_clear_error,
+);
+
+async fn root_client(server: &TestServer, protocol: Protocol) -> Client {
+    let text = format!("{}?protocol={protocol}", server.connection_string());
+    let client = Client::from_connection_string(&text).unwrap();
+    assert_eq!(client.config().protocol, protocol);
     client.connect().await.unwrap();
     client
 }
@@ -27,18 +56,21 @@ fn server_code(error: Error) -> ErrorCode {
         .unwrap_or_else(|| panic!("expected a server error, got {error}"))
 }
 
-#[tokio::test]
-async fn system_commands() {
+async fn system_commands(protocol: Protocol) {
     // Ping works before login; GetMe reports this session; stats count what exists.
     let server = TestServer::start();
-    let anonymous = Client::builder().address(&server.address).build().unwrap();
+    let anonymous = Client::builder()
+        .protocol(protocol)
+        .address(&server.address)
+        .build()
+        .unwrap();
     anonymous.ping().await.unwrap();
     assert_eq!(
         server_code(anonymous.get_streams().await.unwrap_err()),
         ErrorCode::Unauthenticated
     );
 
-    let client = root_client(&server).await;
+    let client = root_client(&server, protocol).await;
     client.ping().await.unwrap();
     let me = client.get_me().await.unwrap();
     assert_eq!(me.user_id, 0);
@@ -64,10 +96,9 @@ async fn system_commands() {
     assert_eq!(&snapshot[..2], b"PK", "a ZIP archive");
 }
 
-#[tokio::test]
-async fn streams_topics_partitions_segments() {
+async fn streams_topics_partitions_segments(protocol: Protocol) {
     let server = TestServer::start();
-    let client = root_client(&server).await;
+    let client = root_client(&server, protocol).await;
 
     let stream = client.create_stream("orders").await.unwrap();
     assert_eq!(stream.stream.id, 0);
@@ -156,12 +187,11 @@ async fn streams_topics_partitions_segments() {
     );
 }
 
-#[tokio::test]
-async fn messages_and_offsets() {
+async fn messages_and_offsets(protocol: Protocol) {
     // Messages sent with ids, payloads and headers come back identical, as views over the
     // response buffer; offsets store, read back and delete.
     let server = TestServer::start();
-    let client = root_client(&server).await;
+    let client = root_client(&server, protocol).await;
     client.create_stream("s").await.unwrap();
     client
         .create_topic("s", "t", 2, TopicOptions::default())
@@ -271,10 +301,9 @@ async fn messages_and_offsets() {
     ));
 }
 
-#[tokio::test]
-async fn consumer_groups() {
+async fn consumer_groups(protocol: Protocol) {
     let server = TestServer::start();
-    let client = root_client(&server).await;
+    let client = root_client(&server, protocol).await;
     client.create_stream("s").await.unwrap();
     client
         .create_topic("s", "t", 4, TopicOptions::default())
@@ -332,10 +361,9 @@ async fn consumer_groups() {
     );
 }
 
-#[tokio::test]
-async fn users_and_personal_access_tokens() {
+async fn users_and_personal_access_tokens(protocol: Protocol) {
     let server = TestServer::start();
-    let client = root_client(&server).await;
+    let client = root_client(&server, protocol).await;
     let permissions = Permissions {
         global: GlobalPermissions {
             read_streams: true,
@@ -385,6 +413,7 @@ async fn users_and_personal_access_tokens() {
 
     // A second session logs in as the new user: no permission to create streams.
     let alice = Client::builder()
+        .protocol(protocol)
         .address(&server.address)
         .credentials("alicia", "secret2")
         .connect()
@@ -416,7 +445,11 @@ async fn users_and_personal_access_tokens() {
     assert!(alice.get_personal_access_tokens().await.unwrap().is_empty());
 
     // Wrong password: the server's code comes back by name.
-    let wrong = Client::builder().address(&server.address).build().unwrap();
+    let wrong = Client::builder()
+        .protocol(protocol)
+        .address(&server.address)
+        .build()
+        .unwrap();
     let error = wrong.login_user("iggy", "wrong").await.unwrap_err();
     assert_eq!(error.server_code(), Some(ErrorCode::InvalidCredentials));
     assert!(error.to_string().contains("42"), "{error}");
@@ -428,10 +461,10 @@ async fn users_and_personal_access_tokens() {
     );
 }
 
-#[tokio::test]
-async fn reconnects_and_logs_in_again_after_a_server_restart() {
+async fn reconnects_and_logs_in_again_after_a_server_restart(protocol: Protocol) {
     let mut server = TestServer::start();
     let client = Client::builder()
+        .protocol(protocol)
         .address(&server.address)
         .credentials("iggy", "iggy")
         .reconnect(ReconnectPolicy {
@@ -460,10 +493,10 @@ async fn reconnects_and_logs_in_again_after_a_server_restart() {
     drop(server);
 }
 
-#[tokio::test]
-async fn unreachable_server_is_a_clear_error() {
+async fn unreachable_server_is_a_clear_error(protocol: Protocol) {
     let port = common::free_port();
     let client = ClientBuilder::default()
+        .protocol(protocol)
         .address(format!("127.0.0.1:{port}"))
         .reconnect(ReconnectPolicy {
             enabled: true,

@@ -174,6 +174,7 @@ async fn ask(connection: &mut Box<dyn Connection>, kilobytes: u8) -> std::io::Re
         .round_trip(OutgoingFrame {
             head: &head,
             body: &[kilobytes],
+            protocol: rill_sdk::Protocol::V08,
         })
         .await?;
     assert_eq!(response.status, 0);

@@ -23,10 +23,15 @@ use crate::plan::{DEFAULT_OUTPUT_DIR, Finish, OutputArgs, Plan, WorkloadKind};
 use crate::procfs::AckMode;
 use crate::units::{ByteSize, NumericParam, parse_duration};
 use clap::{Args, Parser, Subcommand};
+use rill_sdk::Protocol;
 use std::path::PathBuf;
 use std::time::Duration;
 pub use tools::{BaselineArgs, CompareArgs, LoopbackSinkArgs};
 use transport::TransportChoice;
+
+fn parse_protocol(text: &str) -> std::result::Result<Protocol, String> {
+    text.parse()
+}
 pub use transport::{
     DEFAULT_HTTP_ADDRESS, DEFAULT_QUIC_ADDRESS, DEFAULT_TCP_ADDRESS, DEFAULT_WEBSOCKET_ADDRESS,
     OtherTransportArgs, OutputCommand, QuicArgs, TcpArgs, TransportCommand,
@@ -103,6 +108,11 @@ pub struct GlobalArgs {
     /// Password to log in with
     #[arg(long, short = 'p', default_value = "iggy")]
     pub password: String,
+
+    /// Wire protocol generation: 0.8 (SDK 0.10.0's) or 0.9 (SDK 0.11.0's); a rill server speaks
+    /// both on the same ports
+    #[arg(long, default_value = "0.8", value_parser = parse_protocol)]
+    pub protocol: Protocol,
 
     /// Accepted for compatibility; the summary table is always printed
     #[arg(long)]
@@ -358,6 +368,7 @@ impl Cli {
                 nodelay: true,
                 tls: shape.transport.tls,
                 quic: shape.transport.quic,
+                protocol: global.protocol,
             },
             producers: if kind.has_producers() {
                 shape.producers

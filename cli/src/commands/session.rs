@@ -9,8 +9,8 @@ use crate::output::Printer;
 use crate::util::*;
 use rill_sdk::Client;
 use rill_sdk::config::{
-    ClientConfig, DEFAULT_QUIC_ADDRESS, DEFAULT_TCP_ADDRESS, QuicOptions, ReconnectPolicy,
-    TlsOptions, TransportKind,
+    ClientConfig, DEFAULT_QUIC_ADDRESS, DEFAULT_TCP_ADDRESS, Protocol, QuicOptions,
+    ReconnectPolicy, TlsOptions, TransportKind,
 };
 use rill_sdk::types::*;
 use std::io::IsTerminal;
@@ -24,6 +24,7 @@ pub(super) const DEFAULT_SESSION_EXPIRY_MICROS: u64 = 15 * 60 * 1_000_000;
 pub(super) struct Settings {
     pub(super) address: String,
     pub(super) transport: TransportKind,
+    pub(super) protocol: Protocol,
     pub(super) username: Option<String>,
     pub(super) password: Option<String>,
     pub(super) token: Option<String>,
@@ -155,6 +156,7 @@ pub(super) fn settings(global: &GlobalArgs, context: ContextConfig) -> Result<Se
     Ok(Settings {
         address,
         transport,
+        protocol: global.protocol.unwrap_or_default(),
         username: global.username.clone().or(context.username),
         password: global.password.clone().or(context.password),
         token: global.token.clone().or(context.token),
@@ -168,6 +170,7 @@ pub(super) fn client_config(settings: &Settings) -> ClientConfig {
     ClientConfig {
         address: settings.address.clone(),
         transport: settings.transport.clone(),
+        protocol: settings.protocol,
         heartbeat_interval: None,
         reconnect: ReconnectPolicy {
             enabled: true,

@@ -166,72 +166,124 @@ pub fn encode_send(
     partitioning: &Partitioning,
     messages: &[OutgoingMessage],
 ) -> Vec<u8> {
-    use crate::codec::Encode;
     let mut out = Vec::new();
-    let metadata_len =
-        stream_id.encoded_len() + topic_id.encoded_len() + partitioning.encoded_len() + 4;
-    out.put_u32_le(metadata_len as u32);
-    stream_id.encode(&mut out);
-    topic_id.encode(&mut out);
-    partitioning.encode(&mut out);
-    out.put_u32_le(messages.len() as u32);
-    let origin = messages
-        .iter()
-        .map(|m| m.origin_timestamp)
-        .min()
-        .unwrap_or(0);
-    let frames = messages.iter().enumerate().map(|(i, m)| {
-        let delta = (m.origin_timestamp - origin) as u32;
-        (
-            m.id,
-            i as u32,
-            delta,
-            m.payload.as_ref(),
-            m.user_headers.as_ref(),
-        )
-    });
-    write_batch(&mut out, [0, 0, 0], origin, frames);
+    let frames = || {
+        messages.iter().map(|m| {
+            (
+                m.id,
+                m.origin_timestamp,
+                m.payload.as_ref(),
+                m.user_headers.as_ref(),
+            )
+        })
+    };
+    encode_send_frames(stream_id, topic_id, partitioning, frames, &mut out)
+        .expect("origin timestamps within a u32 delta");
     out
 }
 
+/// Encodes the 0.9 SendMessages body of a 0.8 batch, as rill's clients build batches: the
+/// same ids, origin timestamps, payloads and user headers. 4038 when the origin timestamps
+/// spread wider than a u32 delta holds (about 71 minutes), which a 0.9 batch cannot carry.
+pub fn encode_send_batch(
+    stream_id: &Identifier,
+    topic_id: &Identifier,
+    partitioning: &Partitioning,
+    batch: &MessageBatch,
+    out: &mut Vec<u8>,
+) -> Result<(), DecodeError> {
+    let frames = || {
+        batch.iter().map(|view| {
+            (
+                view.id(),
+                view.origin_timestamp(),
+                view.payload(),
+                view.user_headers(),
+            )
+        })
+    };
+    encode_send_frames(stream_id, topic_id, partitioning, frames, out)
+}
+
+/// The send body from messages given as (id, origin timestamp, payload, user headers); the
+/// messages are walked twice, for the batch's origin timestamp and then for the frames.
+fn encode_send_frames<'a, I: Iterator<Item = (u128, u64, &'a [u8], &'a [u8])>>(
+    stream_id: &Identifier,
+    topic_id: &Identifier,
+    partitioning: &Partitioning,
+    messages: impl Fn() -> I,
+    out: &mut Vec<u8>,
+) -> Result<(), DecodeError> {
+    use crate::codec::Encode;
+    let (mut count, mut low, mut high) = (0u32, u64::MAX, 0u64);
+    for (_, origin, _, _) in messages() {
+        count += 1;
+        (low, high) = (low.min(origin), high.max(origin));
+    }
+    let origin = if count == 0 { 0 } else { low };
+    if high.saturating_sub(origin) > u64::from(u32::MAX) {
+        return Err(DecodeError::new(
+            ErrorCode::InvalidMessageTimestampDelta,
+            "origin timestamps of one batch",
+        ));
+    }
+    let metadata_len =
+        stream_id.encoded_len() + topic_id.encoded_len() + partitioning.encoded_len() + 4;
+    out.put_u32_le(metadata_len as u32);
+    stream_id.encode(out);
+    topic_id.encode(out);
+    partitioning.encode(out);
+    out.put_u32_le(count);
+    let frames =
+        messages()
+            .enumerate()
+            .map(|(i, (id, origin_timestamp, payload, user_headers))| {
+                let delta = (origin_timestamp - origin) as u32;
+                (id, i as u32, delta, payload, user_headers)
+            });
+    write_batch(out, [0, 0, 0], origin, frames);
+    Ok(())
+}
+
 /// Writes one batch: `stamps` = (partition_id, base_offset, base_timestamp); frames as
-/// (id, offset_delta, timestamp_delta, payload, user_headers).
-fn write_batch<'a, B: BufMut>(
-    out: &mut B,
+/// (id, offset_delta, timestamp_delta, payload, user_headers). The frames go straight into
+/// `out` after a header that is filled in once their checksums are known.
+fn write_batch<'a>(
+    out: &mut Vec<u8>,
     stamps: [u64; 3],
     origin_timestamp: u64,
-    frames: impl Iterator<Item = (u128, u32, u32, &'a [u8], &'a [u8])> + Clone,
+    frames: impl Iterator<Item = (u128, u32, u32, &'a [u8], &'a [u8])>,
 ) {
-    let mut blob = Vec::new();
+    let header_at = out.len();
+    out.resize(header_at + BATCH_HEADER_SIZE, 0);
     let mut checksums = Vec::new();
     for (id, offset_delta, timestamp_delta, payload, user_headers) in frames {
-        let start = blob.len();
-        blob.put_u64_le(0);
-        blob.put_u128_le(id);
-        blob.put_u32_le(offset_delta);
-        blob.put_u32_le(timestamp_delta);
-        blob.put_u32_le(user_headers.len() as u32);
-        blob.put_u32_le(payload.len() as u32);
-        blob.put_u64_le(0);
-        blob.put_slice(payload);
-        blob.put_slice(user_headers);
-        let checksum = xxh3_64(&blob[start + 8..]);
-        blob[start..start + 8].copy_from_slice(&checksum.to_le_bytes());
+        let start = out.len();
+        out.reserve(FRAME_HEADER_SIZE + payload.len() + user_headers.len());
+        out.put_u64_le(0);
+        out.put_u128_le(id);
+        out.put_u32_le(offset_delta);
+        out.put_u32_le(timestamp_delta);
+        out.put_u32_le(user_headers.len() as u32);
+        out.put_u32_le(payload.len() as u32);
+        out.put_u64_le(0);
+        out.put_slice(payload);
+        out.put_slice(user_headers);
+        let checksum = xxh3_64(&out[start + 8..]);
+        out[start..start + 8].copy_from_slice(&checksum.to_le_bytes());
         checksums.push(checksum);
     }
-    let mut header = [0u8; BATCH_HEADER_SIZE];
+    let batch_length = (out.len() - header_at) as u64;
+    let header = &mut out[header_at..header_at + BATCH_HEADER_SIZE];
     header[0..8].copy_from_slice(&stamps[0].to_le_bytes());
     header[8..16].copy_from_slice(&stamps[1].to_le_bytes());
     header[16..24].copy_from_slice(&stamps[2].to_le_bytes());
     header[24..32].copy_from_slice(&origin_timestamp.to_le_bytes());
-    header[BATCH_LENGTH..BATCH_LENGTH + 8]
-        .copy_from_slice(&((BATCH_HEADER_SIZE + blob.len()) as u64).to_le_bytes());
+    header[BATCH_LENGTH..BATCH_LENGTH + 8].copy_from_slice(&batch_length.to_le_bytes());
     header[MESSAGE_COUNT..MESSAGE_COUNT + 4]
         .copy_from_slice(&(checksums.len() as u32).to_le_bytes());
-    let checksum = batch_checksum(&header, checksums.into_iter());
+    let checksum = batch_checksum(header, checksums.into_iter());
     header[BATCH_CHECKSUM..BATCH_CHECKSUM + 8].copy_from_slice(&checksum.to_le_bytes());
-    out.put_slice(&header);
-    out.put_slice(&blob);
 }
 
 /// Rewrites a 0.8 poll reply's messages (`stored`, back to back, as storage returns them) into
@@ -301,48 +353,145 @@ pub struct PolledMessage {
     pub user_headers: Vec<u8>,
 }
 
-/// Decodes a 0.9 poll reply: (partition id, current offset, messages), checking every checksum.
-pub fn decode_polled(body: &[u8]) -> Result<(u32, u64, Vec<PolledMessage>), DecodeError> {
-    let mut reader = Reader::new(body);
-    let partition_id = reader.u32("partition id")?;
-    let current_offset = reader.u64("current offset")?;
-    let _count = reader.u32("count")?;
-    let mut messages = Vec::new();
-    while !reader.is_empty() {
-        let header = reader.take(BATCH_HEADER_SIZE, "batch header")?;
-        let length = u64_at(header, BATCH_LENGTH) as usize;
-        let blob = reader.take(
-            length
-                .checked_sub(BATCH_HEADER_SIZE)
-                .ok_or(DecodeError::invalid("batch length"))?,
-            "batch",
-        )?;
-        let mut frames = Reader::new(blob);
-        let mut checksums = Vec::new();
-        for _ in 0..u32_at(header, MESSAGE_COUNT) {
-            let (frame, whole) = parse_frame(&mut frames)?;
+/// One message of a 0.9 poll reply, borrowed from the reply: what [`PolledFrames`] yields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PolledFrame<'a> {
+    pub id: u128,
+    pub offset: u64,
+    pub timestamp: u64,
+    pub origin_timestamp: u64,
+    pub payload: &'a [u8],
+    pub user_headers: &'a [u8],
+    /// Frame header, payload and user headers.
+    pub frame_len: usize,
+}
+
+/// Walks the messages of a 0.9 poll reply's batches (everything after the 16-byte head) by
+/// their lengths, as the official SDK does, without copying them. Each batch's checksums are
+/// checked when [`PolledFrames::verified`] asks for it.
+pub struct PolledFrames<'a> {
+    batches: Reader<'a>,
+    header: &'a [u8],
+    frames: Reader<'a>,
+    left_in_batch: u32,
+    verify: bool,
+    checksums: Vec<u64>,
+}
+
+impl<'a> PolledFrames<'a> {
+    /// The messages of `batches`, lengths checked, checksums not.
+    pub fn new(batches: &'a [u8]) -> Self {
+        PolledFrames {
+            batches: Reader::new(batches),
+            header: &[],
+            frames: Reader::new(&[]),
+            left_in_batch: 0,
+            verify: false,
+            checksums: Vec::new(),
+        }
+    }
+
+    /// The messages of `batches`, every message and batch checksum checked.
+    pub fn verified(batches: &'a [u8]) -> Self {
+        PolledFrames {
+            verify: true,
+            ..PolledFrames::new(batches)
+        }
+    }
+
+    /// Ends the current batch (its frames must tile it) and opens the next one.
+    fn next_batch(&mut self) -> Result<bool, DecodeError> {
+        if !self.frames.is_empty() {
+            return Err(DecodeError::new(ErrorCode::InvalidBatchChecksum, "batch"));
+        }
+        if self.verify && !self.header.is_empty() {
+            let checksums = std::mem::take(&mut self.checksums);
+            if batch_checksum(self.header, checksums.into_iter())
+                != u64_at(self.header, BATCH_CHECKSUM)
+            {
+                return Err(DecodeError::new(ErrorCode::InvalidBatchChecksum, "batch"));
+            }
+        }
+        self.header = &[];
+        if self.batches.is_empty() {
+            return Ok(false);
+        }
+        self.header = self.batches.take(BATCH_HEADER_SIZE, "batch header")?;
+        let length = u64_at(self.header, BATCH_LENGTH) as usize;
+        let blob_len = length
+            .checked_sub(BATCH_HEADER_SIZE)
+            .ok_or(DecodeError::invalid("batch length"))?;
+        self.frames = Reader::new(self.batches.take(blob_len, "batch")?);
+        self.left_in_batch = u32_at(self.header, MESSAGE_COUNT);
+        Ok(true)
+    }
+
+    fn next_frame(&mut self) -> Result<Option<PolledFrame<'a>>, DecodeError> {
+        while self.left_in_batch == 0 {
+            if !self.next_batch()? {
+                return Ok(None);
+            }
+        }
+        self.left_in_batch -= 1;
+        let (frame, whole) = parse_frame(&mut self.frames)?;
+        if self.verify {
             if xxh3_64(&whole[8..]) != frame.checksum {
                 return Err(DecodeError::new(
                     ErrorCode::InvalidMessageChecksum,
                     "message checksum",
                 ));
             }
-            checksums.push(frame.checksum);
-            messages.push(PolledMessage {
-                id: frame.id,
-                offset: u64_at(header, 8).wrapping_add(u64::from(u32_at(whole, 24))),
-                timestamp: u64_at(header, 16),
-                origin_timestamp: u64_at(header, 24).wrapping_add(u64::from(frame.timestamp_delta)),
-                payload: frame.payload.to_vec(),
-                user_headers: frame.user_headers.to_vec(),
-            });
+            self.checksums.push(frame.checksum);
         }
-        if !frames.is_empty()
-            || batch_checksum(header, checksums.into_iter()) != u64_at(header, BATCH_CHECKSUM)
-        {
-            return Err(DecodeError::new(ErrorCode::InvalidBatchChecksum, "batch"));
+        Ok(Some(PolledFrame {
+            id: frame.id,
+            offset: u64_at(self.header, 8).wrapping_add(u64::from(u32_at(whole, 24))),
+            timestamp: u64_at(self.header, 16),
+            origin_timestamp: u64_at(self.header, 24)
+                .wrapping_add(u64::from(frame.timestamp_delta)),
+            payload: frame.payload,
+            user_headers: frame.user_headers,
+            frame_len: whole.len(),
+        }))
+    }
+}
+
+impl<'a> Iterator for PolledFrames<'a> {
+    type Item = Result<PolledFrame<'a>, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.next_frame() {
+            Ok(frame) => frame.map(Ok),
+            Err(error) => {
+                // Nothing after a malformed batch can be trusted.
+                self.batches = Reader::new(&[]);
+                self.frames = Reader::new(&[]);
+                self.left_in_batch = 0;
+                self.header = &[];
+                Some(Err(error))
+            }
         }
     }
+}
+
+/// Decodes a 0.9 poll reply: (partition id, current offset, messages), checking every checksum.
+pub fn decode_polled(body: &[u8]) -> Result<(u32, u64, Vec<PolledMessage>), DecodeError> {
+    let mut reader = Reader::new(body);
+    let partition_id = reader.u32("partition id")?;
+    let current_offset = reader.u64("current offset")?;
+    let _count = reader.u32("count")?;
+    let messages = PolledFrames::verified(reader.rest())
+        .map(|frame| {
+            frame.map(|frame| PolledMessage {
+                id: frame.id,
+                offset: frame.offset,
+                timestamp: frame.timestamp,
+                origin_timestamp: frame.origin_timestamp,
+                payload: frame.payload.to_vec(),
+                user_headers: frame.user_headers.to_vec(),
+            })
+        })
+        .collect::<Result<_, _>>()?;
     Ok((partition_id, current_offset, messages))
 }
 

@@ -11,6 +11,7 @@
 //! the key-value options blocks, [`batch`] messages.
 
 pub mod batch;
+pub mod client;
 pub mod header;
 pub mod options;
 pub mod requests;

@@ -8,6 +8,9 @@
 //! All rustls configurations use the ring provider explicitly: the process-wide default
 //! provider is ambiguous when another crate in the same build enables aws-lc-rs.
 //!
+//! A frame is of either protocol generation ([`Protocol`]); its reply is read in the same one:
+//! an 8-byte `[status][length]` header for 0.8, a 256-byte reply or eviction header for 0.9.
+//!
 //! Every request frame leaves in one vectored write: `head` (the 8-byte frame header plus the
 //! encoded metadata) and `body` (for SendMessages, the messages section, written straight from
 //! the batch buffer without another copy). Splitting the header into its own small write while
@@ -21,11 +24,12 @@ pub use quic::{QuicConnection, QuicConnector};
 pub use tcp::{TcpConnection, TcpConnector};
 pub use tls::{TlsConnection, TlsConnector};
 
-use crate::config::{ClientConfig, TransportKind};
+use crate::config::{ClientConfig, Protocol, TransportKind};
 use crate::error::{Error, Result};
 use bytes::{Bytes, BytesMut};
 use rill_core::ErrorCode;
 use rill_core::frame::{RESPONSE_HEADER_SIZE, ResponseHeader};
+use rill_core::v09;
 use std::future::Future;
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
@@ -47,10 +51,12 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// One request frame, in two parts written together.
 #[derive(Debug, Clone, Copy)]
 pub struct OutgoingFrame<'a> {
-    /// The 8-byte frame header followed by the start of the payload.
+    /// The frame header (8 bytes for 0.8, 256 for 0.9) followed by the start of the payload.
     pub head: &'a [u8],
     /// The rest of the payload (empty for most commands).
     pub body: &'a [u8],
+    /// The generation the frame is written in, and so its reply.
+    pub protocol: Protocol,
 }
 
 impl OutgoingFrame<'_> {
@@ -65,7 +71,8 @@ impl OutgoingFrame<'_> {
     }
 }
 
-/// A response frame: the status and, for status 0, the payload.
+/// A response frame: the status and, for status 0, the payload. For 0.9 the payload is the
+/// reply body as sent (a result section included) and an eviction is its reason's status.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawResponse {
     /// 0 for success, otherwise an error code.
@@ -175,8 +182,44 @@ async fn write_frame<W: AsyncWriteExt + Unpin>(
     Ok(())
 }
 
-/// Reads one response frame. An error status carries no payload (protocol.md 1.2).
-async fn read_response<R: AsyncReadExt + Unpin>(reader: &mut R) -> io::Result<RawResponse> {
+/// Reads the reply to a frame of `protocol`.
+async fn read_response<R: AsyncReadExt + Unpin>(
+    reader: &mut R,
+    protocol: Protocol,
+) -> io::Result<RawResponse> {
+    match protocol {
+        Protocol::V08 => read_v08_response(reader).await,
+        Protocol::V09 => read_v09_reply(reader).await,
+    }
+}
+
+fn too_large(length: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("response of {length} bytes exceeds the {MAX_RESPONSE_BYTES}-byte limit"),
+    )
+}
+
+/// Reads one 0.9 reply or eviction (protocol-0.9.md 2.3, 2.5): a 256-byte header, then the
+/// body its `size` declares.
+async fn read_v09_reply<R: AsyncReadExt + Unpin>(reader: &mut R) -> io::Result<RawResponse> {
+    let mut header = [0u8; v09::header::HEADER_SIZE];
+    reader.read_exact(&mut header).await?;
+    let (length, status) = v09::client::read_reply_header(&header)
+        .map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error.to_string()))?;
+    if length > MAX_RESPONSE_BYTES {
+        return Err(too_large(length));
+    }
+    let mut payload = BytesMut::zeroed(length);
+    reader.read_exact(&mut payload).await?;
+    Ok(RawResponse {
+        status,
+        payload: payload.freeze(),
+    })
+}
+
+/// Reads one 0.8 response frame. An error status carries no payload (protocol.md 1.2).
+async fn read_v08_response<R: AsyncReadExt + Unpin>(reader: &mut R) -> io::Result<RawResponse> {
     let mut header = [0u8; RESPONSE_HEADER_SIZE];
     reader.read_exact(&mut header).await?;
     let header = ResponseHeader::parse(header);
@@ -188,10 +231,7 @@ async fn read_response<R: AsyncReadExt + Unpin>(reader: &mut R) -> io::Result<Ra
     }
     let length = header.length as usize;
     if length > MAX_RESPONSE_BYTES {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("response of {length} bytes exceeds the {MAX_RESPONSE_BYTES}-byte limit"),
-        ));
+        return Err(too_large(length));
     }
     let mut payload = BytesMut::zeroed(length);
     reader.read_exact(&mut payload).await?;
@@ -214,6 +254,7 @@ mod tests {
                 OutgoingFrame {
                     head: &[1, 2, 3],
                     body: &[4, 5],
+                    protocol: Protocol::V08,
                 },
             )
             .await
@@ -228,11 +269,34 @@ mod tests {
             .write_all(&[0, 0, 0, 0, 2, 0, 0, 0, 9, 9, 40, 0, 0, 0, 0, 0, 0, 0])
             .await
             .unwrap();
-        let ok = read_response(&mut client).await.unwrap();
+        let ok = read_response(&mut client, Protocol::V08).await.unwrap();
         assert_eq!(ok.status, 0);
         assert_eq!(&ok.payload[..], &[9, 9]);
-        let error = read_response(&mut client).await.unwrap();
+        let error = read_response(&mut client, Protocol::V08).await.unwrap();
         assert_eq!(error.status, 40);
         assert!(error.payload.is_empty());
+    }
+
+    #[tokio::test]
+    async fn v09_replies_and_evictions_are_read_whole() {
+        let (mut client, mut server) = tokio::io::duplex(1024);
+        let mut reply = [0u8; 256];
+        reply[48..52].copy_from_slice(&259u32.to_le_bytes());
+        reply[60] = 8;
+        server.write_all(&reply).await.unwrap();
+        server.write_all(&[1, 2, 3]).await.unwrap();
+        let mut eviction = [0u8; 256];
+        eviction[48..52].copy_from_slice(&256u32.to_le_bytes());
+        eviction[60] = 13;
+        eviction[255] = 13;
+        server.write_all(&eviction).await.unwrap();
+        let ok = read_response(&mut client, Protocol::V09).await.unwrap();
+        assert_eq!((ok.status, &ok.payload[..]), (0, &[1u8, 2, 3][..]));
+        let evicted = read_response(&mut client, Protocol::V09).await.unwrap();
+        assert_eq!(evicted.status, 30, "stale client");
+        let mut garbage = [0u8; 256];
+        garbage[60] = 5;
+        server.write_all(&garbage).await.unwrap();
+        assert!(read_response(&mut client, Protocol::V09).await.is_err());
     }
 }

@@ -1,16 +1,18 @@
 //! QUIC (protocol.md 1.6): one QUIC connection is one session; every request opens a new
 //! bidirectional stream, writes the TCP request frame, finishes its send side and reads the TCP
-//! response frame to the end of the stream. No ALPN.
+//! response frame to the end of the stream. No ALPN. 0.9 frames travel the same way, one per
+//! stream (protocol-0.9.md 1.3).
 
 use super::tls::{Hints, certificate_failure, client_crypto};
 use super::{BoxFuture, Connection, Connector, OutgoingFrame, PermanentFailure, RawResponse};
-use crate::config::QuicOptions;
+use crate::config::{Protocol, QuicOptions};
 use crate::error::{Error, Result};
 use bytes::Bytes;
 use quinn::crypto::rustls::QuicClientConfig;
 use quinn::{ConnectionError, IdleTimeout, ReadToEndError, VarInt};
 use rill_core::ErrorCode;
 use rill_core::frame::{RESPONSE_HEADER_SIZE, ResponseHeader};
+use rill_core::v09;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -292,7 +294,10 @@ impl Connection for QuicConnection {
                         ),
                         ReadToEndError::Read(error) => stream_error("read failed", error),
                     })?;
-            parse_response(Bytes::from(data))
+            match frame.protocol {
+                Protocol::V08 => parse_response(Bytes::from(data)),
+                Protocol::V09 => parse_v09_reply(Bytes::from(data)),
+            }
         })
     }
 
@@ -303,6 +308,28 @@ impl Connection for QuicConnection {
     fn local_address(&self) -> Option<SocketAddr> {
         self.endpoint.local_addr().ok()
     }
+}
+
+/// A whole 0.9 reply stream: one reply or eviction frame (protocol-0.9.md 1.3).
+fn parse_v09_reply(data: Bytes) -> io::Result<RawResponse> {
+    let invalid = |message: String| io::Error::new(io::ErrorKind::InvalidData, message);
+    let Some(header) = data.get(..v09::header::HEADER_SIZE) else {
+        return Err(invalid(format!(
+            "QUIC reply of {} bytes is shorter than the 256-byte header",
+            data.len()
+        )));
+    };
+    let header = header.try_into().expect("sliced to the header size");
+    let (length, status) =
+        v09::client::read_reply_header(header).map_err(|error| invalid(error.to_string()))?;
+    let payload = data.slice(v09::header::HEADER_SIZE..);
+    if payload.len() != length {
+        return Err(invalid(format!(
+            "QUIC reply declares {length} body bytes but carries {}",
+            payload.len()
+        )));
+    }
+    Ok(RawResponse { status, payload })
 }
 
 /// A whole response stream: the TCP response frame, nothing more and nothing less.

@@ -54,7 +54,7 @@ impl Connection for TcpConnection {
     ) -> BoxFuture<'a, io::Result<RawResponse>> {
         Box::pin(async move {
             write_frame(&mut self.writer, frame).await?;
-            match read_response(&mut self.reader).await {
+            match read_response(&mut self.reader, frame.protocol).await {
                 Ok(response) => {
                     self.answered = true;
                     Ok(response)

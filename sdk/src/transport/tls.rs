@@ -366,7 +366,7 @@ impl Connection for TlsConnection {
             write_frame(&mut self.stream, frame).await?;
             // rustls buffers records until flushed when the socket pushes back.
             self.stream.flush().await?;
-            read_response(&mut self.stream).await
+            read_response(&mut self.stream, frame.protocol).await
         })
     }
 
