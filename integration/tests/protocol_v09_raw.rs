@@ -248,3 +248,58 @@ fn every_0_9_request_counts_as_a_heartbeat() {
         );
     }
 }
+
+/// Upstream's verifier expires only consumer-group members (protocol-0.9.md 3.7): a silent
+/// 0.9 session outside any group is served when it comes back, while a silent member gets an
+/// unasked eviction (reason 13, StaleClient) and its connection closes.
+#[test]
+fn only_silent_consumer_group_members_miss_their_heartbeats() {
+    let server = TestServer::start(
+        ServerOptions::new()
+            .env("IGGY_HEARTBEAT_ENABLED", "true")
+            .env("IGGY_HEARTBEAT_INTERVAL", "1 s"),
+    );
+    let numeric_zero = [1u8, 4, 0, 0, 0, 0];
+    let mut member = Client::connect(server.address());
+    member.login_root();
+    let ok = |reply: rill_integration::raw_v09::Reply| {
+        assert_eq!(
+            (reply.command(), reply.status()),
+            (8, 0),
+            "{:?}",
+            reply.body
+        );
+        assert_eq!(&reply.body[..4], &[0, 0, 0, 0], "result section: success");
+    };
+    let request = member.replicated(OP_CREATE_STREAM);
+    ok(member.call(&request, b"\x01s"));
+    let topic = [&numeric_zero[..], &1u32.to_le_bytes(), b"\x01t"].concat();
+    let request = member.replicated(132);
+    ok(member.call(&request, &topic));
+    let group = [&numeric_zero[..], &numeric_zero, b"\x01g"].concat();
+    let request = member.replicated(139);
+    ok(member.call(&request, &group));
+    let join = [&numeric_zero[..], &numeric_zero, &numeric_zero].concat();
+    let request = member.replicated(148);
+    ok(member.call(&request, &join));
+
+    let mut outsider = Client::connect(server.address());
+    outsider.login_root();
+    let started = Instant::now();
+    let evicted = member.read().expect("an eviction arrives unasked");
+    assert_eq!(evicted.eviction_reason(), Some(13), "StaleClient");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(1100) && waited < Duration::from_secs(5),
+        "after 1.2 intervals: {waited:?}"
+    );
+    assert!(member.read().is_err(), "then the connection closes");
+
+    std::thread::sleep(Duration::from_millis(2500).saturating_sub(started.elapsed()));
+    let reply = outsider.call(&outsider.read_only(201), &[]);
+    assert_eq!(
+        (reply.command(), reply.status()),
+        (8, 0),
+        "never a member: still served"
+    );
+}

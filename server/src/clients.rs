@@ -94,6 +94,13 @@ impl ClientRegistry {
             .count()
     }
 
+    /// Whether the client is a member of any consumer group.
+    pub fn in_any_group(&self, client_id: u32) -> bool {
+        self.entries
+            .get(&client_id)
+            .is_some_and(|entry| !entry.groups.is_empty())
+    }
+
     pub fn register(&self, entry: ClientEntry) {
         self.entries.insert(entry.client_id, entry);
     }

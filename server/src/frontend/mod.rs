@@ -11,7 +11,7 @@ use crate::admission::BodyPermit;
 use crate::clients::ClientEntry;
 use crate::handlers::{self, Response};
 use crate::metrics;
-use crate::session::Session;
+use crate::session::{Generation, Session};
 use crate::shard::Shard;
 use bytes::{Bytes, BytesMut};
 use rill_core::frame::ResponseHeader;
@@ -211,9 +211,7 @@ pub fn idle_limit(shard: &Shard, session: &Session, connected_at: Instant) -> Op
                 .saturating_sub(connected_at.elapsed()),
         );
     }
-    let heartbeat = config
-        .heartbeat
-        .enabled
+    let heartbeat = heartbeat_verified(shard, session)
         .then(|| heartbeat_limit(shard).saturating_sub(session.last_heartbeat.elapsed()));
     let idle = config.limits.idle_timeout.get().map(|idle| idle.0);
     match (heartbeat, idle) {
@@ -226,6 +224,21 @@ pub(super) fn heartbeat_limit(shard: &Shard) -> Duration {
     shard.shared.config.heartbeat.interval.0.mul_f64(1.2)
 }
 
+/// Whether the session must keep its heartbeats. With `[heartbeat]` on, every logged-in 0.8
+/// session must; a 0.9 session only while it is a consumer-group member, as upstream 0.9
+/// verifies them (protocol-0.9.md 3.7): its partitions go to others when it falls silent.
+pub(super) fn heartbeat_verified(shard: &Shard, session: &Session) -> bool {
+    shard.shared.config.heartbeat.enabled
+        && session.user_id.is_some()
+        && (session.generation != Generation::V09
+            || shard.shared.clients.in_any_group(session.client_id))
+}
+
+/// Whether the session missed its heartbeats.
+pub(super) fn is_stale(shard: &Shard, session: &Session) -> bool {
+    heartbeat_verified(shard, session) && session.last_heartbeat.elapsed() > heartbeat_limit(shard)
+}
+
 /// Handles one request frame, unless the session has missed its heartbeats: then everything but
 /// a Ping is answered with StaleClient, which closes the connection.
 pub async fn process_request(
@@ -234,10 +247,7 @@ pub async fn process_request(
     code: u32,
     payload: BytesMut,
 ) -> ResponseFrame {
-    let stale = shard.shared.config.heartbeat.enabled
-        && session.user_id.is_some()
-        && session.last_heartbeat.elapsed() > heartbeat_limit(shard);
-    if stale && code != rill_core::CommandCode::Ping.code() {
+    if is_stale(shard, session) && code != rill_core::CommandCode::Ping.code() {
         tracing::info!(
             client_id = session.client_id,
             "session missed its heartbeats; closing"

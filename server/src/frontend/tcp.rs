@@ -5,7 +5,7 @@
 
 use super::v09;
 use super::{
-    BodyRefusal, Registration, ResponseFrame, SMALL_BODY_BYTES, admit_body, idle_limit,
+    BodyRefusal, Registration, ResponseFrame, SMALL_BODY_BYTES, admit_body, idle_limit, is_stale,
     process_request, with_optional_timeout,
 };
 use crate::session::{Generation, Session};
@@ -85,6 +85,9 @@ pub async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
 }
 
 /// Why a connection stops.
+/// The timeout of a session that missed its heartbeats.
+const HEARTBEAT: &str = "heartbeats";
+
 enum Stop {
     Closed,
     Shutdown,
@@ -215,7 +218,16 @@ async fn finish<S: AsyncRead + AsyncWrite>(
             .await;
         }
         Stop::Timeout(what) => {
-            tracing::info!(client_id, %peer, what, "closing connection: timed out")
+            tracing::info!(client_id, %peer, what, "closing connection: timed out");
+            if what == HEARTBEAT && session.generation == Generation::V09 {
+                // Tell the 0.9 client why, as upstream's verifier does: it reconnects and
+                // joins its groups again.
+                let eviction = ResponseFrame {
+                    chunks: vec![v09::stale_eviction()],
+                    status: None,
+                };
+                let _ = write_frame(shard, &mut stream, eviction).await;
+            }
         }
         Stop::Error(error) => tracing::debug!(client_id, %peer, %error, "connection error"),
         Stop::Closed | Stop::MoveTo(_) => {}
@@ -253,6 +265,7 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
         };
         let header = match header {
             Err(HeaderWait::Idle) if session.user_id.is_none() => return Stop::Timeout("login"),
+            Err(HeaderWait::Idle) if is_stale(shard, session) => return Stop::Timeout(HEARTBEAT),
             Err(HeaderWait::Idle) => return Stop::Timeout("idle session"),
             Err(HeaderWait::Partial) => return Stop::Timeout("request header"),
             Err(HeaderWait::Io(error)) if error.kind() == io::ErrorKind::UnexpectedEof => {

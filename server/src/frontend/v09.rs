@@ -4,7 +4,7 @@
 //! results back into 0.9 replies. A transport reads one 256-byte header and its body, and
 //! writes what [`process`] returns.
 
-use super::{heartbeat_limit, record, run};
+use super::{is_stale, record, run};
 use crate::handlers::{self, Response};
 use crate::metrics;
 use crate::session::Session;
@@ -23,6 +23,12 @@ use std::time::Instant;
 
 /// Session numbers: unique and increasing across the process, never 0 (the SDK refuses 0).
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
+
+/// The eviction a silent consumer-group member gets before its connection closes, unasked, as
+/// upstream's heartbeat verifier sends it (protocol-0.9.md 3.7).
+pub fn stale_eviction() -> Bytes {
+    Bytes::copy_from_slice(&header::eviction(1, EvictionReason::StaleClient))
+}
 
 /// What to write back, and whether the connection ends after it.
 pub struct Reply {
@@ -68,10 +74,7 @@ pub async fn process(
     request: RequestHeader,
     body: BytesMut,
 ) -> Reply {
-    let stale = shard.shared.config.heartbeat.enabled
-        && session.user_id.is_some()
-        && session.last_heartbeat.elapsed() > heartbeat_limit(shard);
-    if stale && request.command_code() != Some(1) {
+    if is_stale(shard, session) && request.command_code() != Some(1) {
         tracing::info!(
             client_id = session.client_id,
             "session missed its heartbeats; closing"
