@@ -149,16 +149,20 @@ pub fn run(args: &CompareArgs, baseline: Option<Baseline>) -> Result<Comparison>
     ));
     std::fs::create_dir_all(&dir)?;
     let servers = [
-        (&args.a_name, &args.a, args.a_pid),
-        (&args.b_name, &args.b, args.b_pid),
+        (&args.a_name, &args.a, args.a_pid, args.a_protocol),
+        (&args.b_name, &args.b, args.b_pid, args.b_protocol),
     ];
     let mut runs: [Vec<Vec<Figure>>; 2] = [Vec::new(), Vec::new()];
     for round in 1..=args.rounds {
-        for (side, (name, address, pid)) in servers.iter().enumerate() {
-            eprintln!("round {round}/{}: {name} ({address})", args.rounds);
+        for (side, (name, address, pid, protocol)) in servers.iter().enumerate() {
             let mut plan = plan.clone();
             plan.endpoint.address = (*address).clone();
+            plan.endpoint.protocol = protocol.unwrap_or(plan.endpoint.protocol);
             plan.server_pid = *pid;
+            eprintln!(
+                "round {round}/{}: {name} ({address}, protocol {})",
+                args.rounds, plan.endpoint.protocol
+            );
             let report = workload::run(&plan, baseline.clone())?;
             let summary = report
                 .group(ActorKind::Producer)

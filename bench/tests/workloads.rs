@@ -332,13 +332,18 @@ fn the_binary_writes_results_checks_ack_modes_and_compares() {
     assert_eq!(http.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&http.stderr).contains("not supported"));
 
-    // compare: the same server as A and B, one round; every figure has a ratio.
+    // compare: the same server as A and B, driven in the two generations, one round; every
+    // figure has a ratio.
     let compare = run(&[
         "compare",
         "--a",
         server.address(),
         "--b",
         server.address(),
+        "--a-protocol",
+        "0.8",
+        "--b-protocol",
+        "0.9",
         "--rounds",
         "1",
         "-o",
@@ -364,6 +369,10 @@ fn the_binary_writes_results_checks_ack_modes_and_compares() {
     );
     assert!(stdout.contains("producers MB/s"), "{stdout}");
     assert!(stdout.contains("B/A"), "{stdout}");
+    assert!(
+        String::from_utf8_lossy(&compare.stderr).contains("protocol 0.9"),
+        "B spoke 0.9"
+    );
 }
 
 #[test]

@@ -29,7 +29,7 @@ use std::time::Duration;
 pub use tools::{BaselineArgs, CompareArgs, LoopbackSinkArgs};
 use transport::TransportChoice;
 
-fn parse_protocol(text: &str) -> std::result::Result<Protocol, String> {
+pub(crate) fn parse_protocol(text: &str) -> std::result::Result<Protocol, String> {
     text.parse()
 }
 pub use transport::{

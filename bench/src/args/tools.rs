@@ -50,6 +50,13 @@ pub struct CompareArgs {
     /// Pid of server B (RSS and CPU)
     #[arg(long)]
     pub b_pid: Option<u32>,
+    /// Protocol generation A is driven with (default: the workload's --protocol); with
+    /// --b-protocol and --a = --b, compares the 0.8 and 0.9 paths of one server
+    #[arg(long, value_parser = super::parse_protocol)]
+    pub a_protocol: Option<rill_sdk::Protocol>,
+    /// Protocol generation B is driven with (default: the workload's --protocol)
+    #[arg(long, value_parser = super::parse_protocol)]
+    pub b_protocol: Option<rill_sdk::Protocol>,
     /// Label of server A in the output
     #[arg(long, default_value = "A")]
     pub a_name: String,

@@ -291,26 +291,101 @@ fn write_batch<'a>(
 /// timestamp and become one batch; a batch also ends where offsets stop being consecutive or
 /// origin timestamps spread beyond what a u32 delta holds.
 pub fn encode_polled(poll_head: &[u8; 16], stored: &[u8]) -> Result<Vec<u8>, DecodeError> {
-    let mut views = Vec::new();
-    let mut position = 0;
-    while position < stored.len() {
-        let view = MessageView::parse(&stored[position..])?;
-        position += view.size();
-        views.push(view);
+    encode_polled_chunks(poll_head, &[stored])
+}
+
+/// [`encode_polled`] over the stored messages in several buffers (as a poll gathers them from
+/// the cache and the segments), each holding whole messages. A message split across two
+/// buffers is a decode error.
+pub fn encode_polled_chunks(
+    poll_head: &[u8; 16],
+    chunks: &[&[u8]],
+) -> Result<Vec<u8>, DecodeError> {
+    let reply = polled_pieces(poll_head, chunks)?;
+    let mut out = Vec::with_capacity(reply.len(chunks));
+    for piece in &reply.pieces {
+        out.put_slice(reply.bytes(piece, chunks));
     }
-    let frames_bytes: usize = views
-        .iter()
-        .map(|view| view.size() - V08_HEADER_SIZE + FRAME_HEADER_SIZE)
-        .sum();
-    let mut out = Vec::with_capacity(16 + frames_bytes + BATCH_HEADER_SIZE);
-    out.put_slice(poll_head);
-    let partition_id = u64::from(u32_at(poll_head, 0));
-    let mut rest = views.as_slice();
-    while let Some(first) = rest.first() {
+    Ok(out)
+}
+
+/// A 0.9 poll reply as the pieces of one vectored write: the new bytes (poll head, batch
+/// headers, frame headers) in `heads`, and each message's payload and user headers left where
+/// storage keeps them. A stored 0.8 message is its 64-byte header followed by the payload and
+/// the user headers, which is exactly how a 0.9 frame ends, so only the headers are new.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolledPieces {
+    pub heads: Vec<u8>,
+    /// In write order.
+    pub pieces: Vec<Piece>,
+}
+
+/// One piece of a [`PolledPieces`] reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    /// A range of [`PolledPieces::heads`].
+    Heads(std::ops::Range<usize>),
+    /// A range of stored buffer `chunk`.
+    Stored {
+        chunk: usize,
+        range: std::ops::Range<usize>,
+    },
+}
+
+impl PolledPieces {
+    /// The bytes of one piece.
+    pub fn bytes<'a>(&'a self, piece: &Piece, chunks: &[&'a [u8]]) -> &'a [u8] {
+        match piece {
+            Piece::Heads(range) => &self.heads[range.clone()],
+            Piece::Stored { chunk, range } => &chunks[*chunk][range.clone()],
+        }
+    }
+
+    /// The reply's length.
+    pub fn len(&self, chunks: &[&[u8]]) -> usize {
+        self.pieces
+            .iter()
+            .map(|piece| self.bytes(piece, chunks).len())
+            .sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pieces.is_empty()
+    }
+}
+
+/// One stored message: the buffer it is in and where its body (payload and user headers)
+/// starts there.
+struct StoredMessage<'a> {
+    view: MessageView<'a>,
+    chunk: usize,
+    body_at: usize,
+}
+
+/// Plans a 0.9 poll reply over stored messages (see [`encode_polled`] for how messages are
+/// grouped into batches), computing every frame and batch checksum from the stored bytes.
+pub fn polled_pieces(poll_head: &[u8; 16], chunks: &[&[u8]]) -> Result<PolledPieces, DecodeError> {
+    let mut messages = Vec::new();
+    for (chunk, bytes) in chunks.iter().enumerate() {
+        let mut position = 0;
+        while position < bytes.len() {
+            let view = MessageView::parse(&bytes[position..])?;
+            messages.push(StoredMessage {
+                view,
+                chunk,
+                body_at: position + V08_HEADER_SIZE,
+            });
+            position += view.size();
+        }
+    }
+    let mut batches = Vec::new();
+    let mut rest = messages.as_slice();
+    while let Some(first) = rest.first().map(|message| message.view) {
         let mut min_origin = first.origin_timestamp();
         let mut max_origin = min_origin;
         let mut len = 1;
-        for (i, view) in rest.iter().enumerate().skip(1) {
+        for (i, message) in rest.iter().enumerate().skip(1) {
+            let view = message.view;
             let low = min_origin.min(view.origin_timestamp());
             let high = max_origin.max(view.origin_timestamp());
             if view.timestamp() != first.timestamp()
@@ -323,23 +398,69 @@ pub fn encode_polled(poll_head: &[u8; 16], stored: &[u8]) -> Result<Vec<u8>, Dec
             len += 1;
         }
         let (batch, after) = rest.split_at(len);
-        write_batch(
-            &mut out,
-            [partition_id, first.offset(), first.timestamp()],
-            min_origin,
-            batch.iter().map(|view| {
-                (
-                    view.id(),
-                    (view.offset() - first.offset()) as u32,
-                    (view.origin_timestamp() - min_origin) as u32,
-                    view.payload(),
-                    view.user_headers(),
-                )
-            }),
-        );
+        batches.push((batch, min_origin));
         rest = after;
     }
-    Ok(out)
+    let mut heads = Vec::with_capacity(
+        16 + batches.len() * BATCH_HEADER_SIZE + messages.len() * FRAME_HEADER_SIZE,
+    );
+    heads.put_slice(poll_head);
+    let mut pieces = Vec::with_capacity(2 * messages.len() + 1);
+    // Where the heads not yet covered by a piece start.
+    let mut pending = 0;
+    let partition_id = u64::from(u32_at(poll_head, 0));
+    let mut hasher = Xxh3::new();
+    for (batch, min_origin) in batches {
+        let first = batch[0].view;
+        let header_at = heads.len();
+        heads.resize(header_at + BATCH_HEADER_SIZE, 0);
+        let mut checksums = Vec::with_capacity(batch.len());
+        let mut batch_length = BATCH_HEADER_SIZE;
+        for message in batch {
+            let view = message.view;
+            let body = &chunks[message.chunk]
+                [message.body_at..message.body_at + view.size() - V08_HEADER_SIZE];
+            let start = heads.len();
+            heads.put_u64_le(0);
+            heads.put_u128_le(view.id());
+            heads.put_u32_le((view.offset() - first.offset()) as u32);
+            heads.put_u32_le((view.origin_timestamp() - min_origin) as u32);
+            heads.put_u32_le(view.user_headers().len() as u32);
+            heads.put_u32_le(view.payload().len() as u32);
+            heads.put_u64_le(0);
+            // The frame checksum covers its header after the checksum, then the body.
+            hasher.reset();
+            hasher.update(&heads[start + 8..]);
+            hasher.update(body);
+            let checksum = hasher.digest();
+            heads[start..start + 8].copy_from_slice(&checksum.to_le_bytes());
+            checksums.push(checksum);
+            batch_length += FRAME_HEADER_SIZE + body.len();
+            if !body.is_empty() {
+                pieces.push(Piece::Heads(pending..heads.len()));
+                pieces.push(Piece::Stored {
+                    chunk: message.chunk,
+                    range: message.body_at..message.body_at + body.len(),
+                });
+                pending = heads.len();
+            }
+        }
+        let header = &mut heads[header_at..header_at + BATCH_HEADER_SIZE];
+        header[0..8].copy_from_slice(&partition_id.to_le_bytes());
+        header[8..16].copy_from_slice(&first.offset().to_le_bytes());
+        header[16..24].copy_from_slice(&first.timestamp().to_le_bytes());
+        header[24..32].copy_from_slice(&min_origin.to_le_bytes());
+        header[BATCH_LENGTH..BATCH_LENGTH + 8]
+            .copy_from_slice(&(batch_length as u64).to_le_bytes());
+        header[MESSAGE_COUNT..MESSAGE_COUNT + 4]
+            .copy_from_slice(&(checksums.len() as u32).to_le_bytes());
+        let checksum = batch_checksum(header, checksums.into_iter());
+        header[BATCH_CHECKSUM..BATCH_CHECKSUM + 8].copy_from_slice(&checksum.to_le_bytes());
+    }
+    if pending < heads.len() {
+        pieces.push(Piece::Heads(pending..heads.len()));
+    }
+    Ok(PolledPieces { heads, pieces })
 }
 
 /// A polled message as a 0.9 client reads it back (tests and our tools).
@@ -640,5 +761,34 @@ mod tests {
         let first_len = u64_at(&body[16..], BATCH_LENGTH) as usize;
         assert_eq!(u64_at(&body[16 + first_len..], 8), 42);
         assert_eq!(encode_polled(&head, &[]).unwrap(), head.to_vec());
+        // The same messages in the buffers a poll gathers them from: the same reply.
+        let chunks = [first.as_bytes(), second.as_bytes()];
+        assert_eq!(encode_polled_chunks(&head, &chunks).unwrap(), body);
+        // Planned as pieces, the payloads and user headers stay in the stored buffers.
+        let planned = polled_pieces(&head, &chunks).unwrap();
+        let stored_pieces: Vec<_> = planned
+            .pieces
+            .iter()
+            .filter(|piece| matches!(piece, Piece::Stored { .. }))
+            .map(|piece| planned.bytes(piece, &chunks))
+            .collect();
+        let two = b"two".to_vec();
+        let mut one = b"one".to_vec();
+        one.extend_from_slice(b"\x02\x01\x00\x00\x00k\x02\x01\x00\x00\x00v");
+        assert_eq!(stored_pieces, [&one[..], &two[..], b"three"]);
+        assert!(stored_pieces.iter().all(|piece| {
+            chunks
+                .iter()
+                .any(|chunk| chunk.as_ptr_range().contains(&piece.as_ptr()))
+        }));
+        // A message without payload or headers adds no stored piece.
+        let mut empty = MessageBatch::from_messages(&[message(1, 1, "", b"")]);
+        empty.stamp(0, 1, || 0);
+        let planned = polled_pieces(&head, &[empty.as_bytes()]).unwrap();
+        assert_eq!(planned.pieces.len(), 1);
+        assert_eq!(decode_polled(&planned.heads).unwrap().2.len(), 1);
+        // A message cut between two buffers is refused (the caller joins them).
+        let (left, right) = stored.split_at(70);
+        assert!(encode_polled_chunks(&head, &[left, right]).is_err());
     }
 }

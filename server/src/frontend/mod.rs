@@ -267,8 +267,9 @@ pub async fn with_optional_timeout<T>(
     }
 }
 
-/// Most iovecs one response write carries; longer poll responses are coalesced.
-const MAX_IOVECS: usize = 512;
+/// Most iovecs one response write carries; longer 0.8 poll responses are coalesced, and longer
+/// 0.9 ones written in several writes.
+pub(super) const MAX_IOVECS: usize = 512;
 
 /// A response frame ready to be written with one vectored write.
 pub struct ResponseFrame {

@@ -5,8 +5,8 @@
 
 use super::v09;
 use super::{
-    BodyRefusal, Registration, ResponseFrame, SMALL_BODY_BYTES, admit_body, idle_limit, is_stale,
-    process_request, with_optional_timeout,
+    BodyRefusal, MAX_IOVECS, Registration, ResponseFrame, SMALL_BODY_BYTES, admit_body, idle_limit,
+    is_stale, process_request, with_optional_timeout,
 };
 use crate::session::{Generation, Session};
 use crate::shard::Shard;
@@ -542,14 +542,18 @@ async fn write_frame<S: AsyncWrite>(
     frame: ResponseFrame,
 ) -> io::Result<()> {
     let bytes: usize = frame.chunks.iter().map(|chunk| chunk.len()).sum();
-    let BufResult(result, _) = if frame.chunks.len() == 1 {
-        let chunk = frame.chunks.into_iter().next().expect("one chunk");
-        let BufResult(result, chunk) = stream.write_all(chunk).await;
-        BufResult(result, vec![chunk])
+    let mut chunks = frame.chunks;
+    if chunks.len() == 1 {
+        let chunk = chunks.pop().expect("one chunk");
+        stream.write_all(chunk).await.0?;
     } else {
-        stream.write_vectored_all(frame.chunks).await
-    };
-    result?;
+        // A 0.9 poll reply has two pieces per message; a write carries at most MAX_IOVECS.
+        while !chunks.is_empty() {
+            let rest = chunks.split_off(chunks.len().min(MAX_IOVECS));
+            stream.write_vectored_all(chunks).await.0?;
+            chunks = rest;
+        }
+    }
     stream.flush().await?;
     shard
         .metrics

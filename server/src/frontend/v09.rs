@@ -12,6 +12,7 @@ use crate::shard::Shard;
 use bytes::{Bytes, BytesMut};
 use rill_core::requests::{GetTopic, LogoutUser, UpdateTopic};
 use rill_core::responses::TopicDetails;
+use rill_core::v09::batch::Piece;
 use rill_core::v09::header::{
     self, EvictionReason, OP_LOGOUT, OP_NON_REPLICATED, OP_REGISTER, RequestHeader,
 };
@@ -317,6 +318,15 @@ async fn execute(
         }
     };
     match result {
+        Ok(Response::Polled { header, chunks }) => {
+            match polled_reply(request, session, &header, chunks) {
+                Ok(reply) => reply,
+                Err(error) => {
+                    tracing::warn!(client_id = session.client_id, code, %error, "cannot write a 0.9 poll reply");
+                    Reply::status(request, session, ErrorCode::Error)
+                }
+            }
+        }
         Ok(response) => match reply_body(code, response) {
             Ok(payload) => {
                 let mut body = Vec::with_capacity(4 + payload.len());
@@ -352,12 +362,44 @@ fn reply_body(code: u32, response: Response) -> Result<Vec<u8>, rill_core::Decod
             base_offset,
         )),
         Response::Bytes(bytes) => responses::translate(code, &bytes),
+        // Written by `polled_reply`, without a copy of the messages.
         Response::Polled { header, chunks } => {
-            let stored: Vec<u8> = match chunks.as_slice() {
-                [one] => one.to_vec(),
-                _ => chunks.concat(),
-            };
+            let stored = chunks.concat();
             batch::encode_polled(&header, &stored)
         }
     }
+}
+
+/// A poll's 0.9 reply as one vectored write: the reply header and the new bytes (poll head,
+/// batch and frame headers) around the stored payloads and user headers, which go out from
+/// the buffers storage returned, as 0.8 replies do.
+fn polled_reply(
+    request: &RequestHeader,
+    session: &Session,
+    poll_head: &[u8; 16],
+    chunks: Vec<Bytes>,
+) -> Result<Reply, rill_core::DecodeError> {
+    let slices: Vec<&[u8]> = chunks.iter().map(|chunk| &chunk[..]).collect();
+    let (planned, chunks) = match batch::polled_pieces(poll_head, &slices) {
+        Ok(planned) => (planned, chunks),
+        // Buffers cut inside a message (not how storage slices them): join them.
+        Err(_) => {
+            let joined = Bytes::from(chunks.concat());
+            (batch::polled_pieces(poll_head, &[&joined])?, vec![joined])
+        }
+    };
+    let slices: Vec<&[u8]> = chunks.iter().map(|chunk| &chunk[..]).collect();
+    let body_len = planned.len(&slices);
+    let header = header::reply(request, 0, body_len, session.v09.session);
+    let heads = Bytes::from(planned.heads);
+    let mut out = Vec::with_capacity(planned.pieces.len() + 1);
+    out.push(Bytes::copy_from_slice(&header));
+    out.extend(planned.pieces.into_iter().map(|piece| match piece {
+        Piece::Heads(range) => heads.slice(range),
+        Piece::Stored { chunk, range } => chunks[chunk].slice(range),
+    }));
+    Ok(Reply {
+        chunks: out,
+        close: false,
+    })
 }
