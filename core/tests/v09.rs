@@ -1,13 +1,17 @@
 //! Property tests of the 0.9 protocol's codecs (rill_core::v09): hostile bytes never panic and
 //! are refused with a protocol status; messages survive the trip through a 0.9 send, storage
-//! (0.8 messages, stamped) and a 0.9 poll with every value intact.
+//! (0.8 messages, stamped) and a 0.9 poll with every value intact; the client side (our SDK's
+//! and bench's) reads hostile replies without panicking and inverts the server's codec.
 
 use bytes::{Bytes, BytesMut};
 use proptest::prelude::*;
 use rill_core::ErrorCode;
 use rill_core::message::{MessageBatch, OutgoingMessage};
 use rill_core::primitives::{Identifier, Partitioning};
+use rill_core::requests::{CreateStream, CreateTopic, Ping, PollMessages, SendMessages};
+use rill_core::v09::client::{self, ClientSession, ReplyError};
 use rill_core::v09::{batch, header, options, requests, responses};
+use rill_core::{CommandCode, Request};
 
 fn messages() -> impl Strategy<Value = Vec<OutgoingMessage>> {
     let message = (
@@ -103,5 +107,65 @@ proptest! {
             .map(|m| (m.id, m.offset, m.timestamp, m.origin_timestamp, m.payload, m.user_headers))
             .collect();
         prop_assert_eq!(got, expected);
+        // Our clients read the 0.9 reply back into exactly the stored 0.8 messages, and the
+        // pieces written without copying are the same reply.
+        let v08 = client::translate_reply(CommandCode::PollMessages.code(), &body).unwrap();
+        prop_assert_eq!(&v08[16..], &stored[..]);
+        let first = MessageBatch::from_messages(&appends[0]).size();
+        let chunks = [&stored[..first], &stored[first..]];
+        prop_assert_eq!(batch::encode_polled_chunks(&head, &chunks).unwrap(), body);
+    }
+
+    #[test]
+    fn client_replies_never_panic(
+        code in prop::sample::select(vec![
+            1u32, 10, 31, 32, 33, 40, 45, 39, 100, 101, 121, 200, 201, 202, 300, 301, 302, 606,
+        ]),
+        status in prop::sample::select(vec![0u32, 0, 0, 3, 1012, 999_999]),
+        body in proptest::collection::vec(any::<u8>(), 0..300),
+        head in proptest::collection::vec(any::<u8>(), 256),
+    ) {
+        let _ = client::translate_reply(code, &body);
+        let head: [u8; 256] = head.try_into().unwrap();
+        if let Ok((len, _)) = client::read_reply_header(&head) {
+            prop_assert!(len <= u32::MAX as usize);
+        }
+        let mut session = ClientSession::new(7, "rill-sdk", "0.1.0").unwrap();
+        let request = match code {
+            100 => Request::PollMessages(PollMessages {
+                consumer: rill_core::primitives::Consumer::new(Identifier::Numeric(1)),
+                stream_id: Identifier::Numeric(1),
+                topic_id: Identifier::Numeric(1),
+                partition_id: rill_core::primitives::OptionalPartition(Some(0)),
+                strategy: rill_core::primitives::PollingStrategy::offset(0),
+                count: 10,
+                auto_commit: false,
+            }),
+            202 | 200 => Request::CreateStream(CreateStream {
+                name: rill_core::primitives::Name::new("s").unwrap(),
+            }),
+            302 | 300 | 301 => Request::CreateTopic(CreateTopic {
+                stream_id: Identifier::Numeric(1),
+                partitions_count: 1,
+                compression_algorithm: rill_core::primitives::CompressionAlgorithm::None,
+                message_expiry: 0,
+                max_topic_size: 0,
+                replication_factor: 1,
+                name: rill_core::primitives::Name::new("t").unwrap(),
+            }),
+            101 => Request::SendMessages(SendMessages {
+                stream_id: Identifier::Numeric(1),
+                topic_id: Identifier::Numeric(1),
+                partitioning: Partitioning::PartitionId(0),
+                batch: MessageBatch::from_messages(&[OutgoingMessage::new(&b"x"[..])]),
+            }),
+            _ => Request::Ping(Ping {}),
+        };
+        let sent = session.encode(&request).unwrap();
+        match session.read_reply(&sent, status, &body) {
+            Err(ReplyError::Status(code)) => prop_assert!(ErrorCode::ALL.contains(&code)),
+            Err(ReplyError::Malformed(error)) => prop_assert!(ErrorCode::ALL.contains(&error.code)),
+            Ok(_) => prop_assert_eq!(status, 0),
+        }
     }
 }

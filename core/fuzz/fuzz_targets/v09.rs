@@ -1,16 +1,16 @@
 //! Fuzzes the 0.9 protocol's decoders (rill_core::v09): the first byte picks one, the rest is
 //! its input. Request headers, Register bodies, every command body (the next two bytes pick the
 //! command code), send bodies with batches, 0.8 reply payloads translated to 0.9, and stored
-//! messages rewritten as 0.9 poll batches. Must never panic; a rejection carries a protocol
-//! status; a send that is accepted keeps every message; polled batches decode back with valid
-//! checksums.
+//! messages rewritten as 0.9 poll batches, and 0.9 replies read back by our clients. Must never
+//! panic; a rejection carries a protocol status; a send that is accepted keeps every message;
+//! polled batches decode back with valid checksums, and our clients read them back.
 
 #![no_main]
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
 use rill_core::ErrorCode;
-use rill_core::v09::{batch, header, requests, responses};
+use rill_core::v09::{batch, client, header, requests, responses};
 
 /// Command codes a 0.9 client can name.
 const CODES: [u32; 40] = [
@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&selector, rest)) = data.split_first() else {
         return;
     };
-    match selector % 6 {
+    match selector % 7 {
         0 => {
             let mut bytes = [0u8; header::HEADER_SIZE];
             let len = rest.len().min(header::HEADER_SIZE);
@@ -57,11 +57,23 @@ fuzz_target!(|data: &[u8]| {
             let code = [200, 201, 202, 300, 301, 302, 31, 32, 33, 10][usize::from(*code) % 10];
             let _ = responses::translate(code, payload);
         }
+        5 => {
+            let Some((code, payload)) = rest.split_first() else {
+                return;
+            };
+            let code =
+                [100, 101, 200, 201, 202, 300, 301, 302, 31, 32, 33][usize::from(*code) % 11];
+            let _ = client::translate_reply(code, payload);
+            if let Some(head) = payload.first_chunk::<{ header::HEADER_SIZE }>() {
+                let _ = client::read_reply_header(head);
+            }
+        }
         _ => {
             let mut head = [0u8; 16];
             head[12..16].copy_from_slice(&1u32.to_le_bytes());
             if let Ok(body) = batch::encode_polled(&head, rest) {
                 batch::decode_polled(&body).expect("polled batches decode with valid checksums");
+                client::translate_reply(100, &body).expect("our clients read polled batches");
             }
         }
     }
