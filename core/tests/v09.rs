@@ -144,7 +144,7 @@ proptest! {
             202 | 200 => Request::CreateStream(CreateStream {
                 name: rill_core::primitives::Name::new("s").unwrap(),
             }),
-            302 | 300 | 301 => Request::CreateTopic(CreateTopic {
+            300..=302 => Request::CreateTopic(CreateTopic {
                 stream_id: Identifier::Numeric(1),
                 partitions_count: 1,
                 compression_algorithm: rill_core::primitives::CompressionAlgorithm::None,
