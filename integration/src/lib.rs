@@ -36,6 +36,7 @@
 pub mod binary;
 pub mod crash_cycles;
 pub mod fixtures;
+pub mod http;
 pub mod official_cli;
 pub mod raw;
 pub mod raw_v09;

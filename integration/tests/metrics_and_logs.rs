@@ -5,10 +5,11 @@
 
 use iggy::prelude::*;
 use rill_integration::fixtures::{MESSAGE_HEADER_BYTES, test_messages};
+use rill_integration::http::{http, http_with};
 use rill_integration::sdk::{create_stream, create_topic, id, root_client};
 use rill_integration::{ServerOptions, TestServer};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::{Read, Write};
+
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -22,55 +23,6 @@ fn free_address() -> SocketAddr {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .expect("free port")
-}
-
-struct HttpResponse {
-    status: u16,
-    headers: HashMap<String, String>,
-    body: String,
-}
-
-/// One request with a hand-written HTTP/1.1 client (the server closes after each response).
-fn http(address: SocketAddr, method: &str, path: &str) -> HttpResponse {
-    http_with(address, method, path, "")
-}
-
-/// An HTTP request with extra header lines (each ending in \r\n).
-fn http_with(address: SocketAddr, method: &str, path: &str, headers: &str) -> HttpResponse {
-    let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(5))
-        .unwrap_or_else(|error| panic!("connect to the HTTP endpoint {address}: {error}"));
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nAccept: */*\r\n{headers}\r\n"
-    )
-    .unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).expect("read HTTP response");
-    let text = String::from_utf8(raw).expect("UTF-8 response");
-    let (head, body) = text.split_once("\r\n\r\n").expect("response head");
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap();
-    let status = status_line
-        .split(' ')
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("status line {status_line:?}"));
-    let headers: HashMap<String, String> = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_string()))
-        .collect();
-    if method != "HEAD" {
-        let length: usize = headers["content-length"].parse().unwrap();
-        assert_eq!(length, body.len(), "Content-Length of {path}");
-    }
-    HttpResponse {
-        status,
-        headers,
-        body: body.to_string(),
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

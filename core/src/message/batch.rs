@@ -112,6 +112,19 @@ impl MessageBatch {
         MessageIter::new(&self.bytes).map(|message| message.expect("batch was validated"))
     }
 
+    /// The messages `keep` selects, in order (`keep[i]` for message `i`; missing entries keep).
+    pub fn retain(&self, keep: &[bool]) -> MessageBatch {
+        let mut bytes = BytesMut::with_capacity(self.bytes.len());
+        let mut count = 0;
+        for (i, message) in self.iter().enumerate() {
+            if keep.get(i).copied().unwrap_or(true) {
+                bytes.put_slice(message.as_bytes());
+                count += 1;
+            }
+        }
+        MessageBatch { count, bytes }
+    }
+
     /// Assigns consecutive offsets from `first_offset`, one timestamp, ids to messages sent with
     /// id 0, and checksums, in place. Returns the offset of the last message (for an empty
     /// batch, `first_offset - 1`, saturating at 0).
@@ -288,6 +301,21 @@ mod tests {
             partitioning: Partitioning::PartitionId(0),
             batch: MessageBatch::from_messages(&messages),
         }
+    }
+
+    #[test]
+    fn retain_keeps_the_selected_messages_in_order() {
+        let batch = MessageBatch::from_messages(&[
+            OutgoingMessage::new(&b"a"[..]),
+            OutgoingMessage::new(&b"bb"[..]),
+            OutgoingMessage::new(&b"ccc"[..]),
+        ]);
+        let kept = batch.retain(&[true, false, true]);
+        assert_eq!(kept.count(), 2);
+        let payloads: Vec<_> = kept.iter().map(|m| m.payload().to_vec()).collect();
+        assert_eq!(payloads, [b"a".to_vec(), b"ccc".to_vec()]);
+        assert!(batch.retain(&[false; 3]).is_empty());
+        assert_eq!(batch.retain(&[]), batch, "missing entries keep");
     }
 
     #[test]

@@ -41,7 +41,18 @@ pub struct SystemConfig {
     pub segment: SegmentConfig,
     pub partition: PartitionDefaults,
     pub topic: TopicDefaults,
+    pub message_deduplication: DeduplicationConfig,
     pub state: StateConfig,
+}
+
+/// `[system.message_deduplication]`: message ids remembered per partition.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeduplicationConfig {
+    pub enabled: bool,
+    pub max_entries: u64,
+    /// Zero: ids are forgotten only when newer ones push them out.
+    pub expiry: HumanDuration,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -389,6 +400,14 @@ impl Config {
             return Err(ConfigError(
                 "system.topic.max_size must be at least system.segment.size".into(),
             ));
+        }
+        let dedup = &self.system.message_deduplication;
+        if dedup.enabled && !(1..=100_000_000).contains(&dedup.max_entries) {
+            return Err(ConfigError(format!(
+                "system.message_deduplication.max_entries must be between 1 and 100000000 when \
+                 deduplication is enabled (each id costs about 64 bytes per partition), got {}",
+                dedup.max_entries
+            )));
         }
         if self.system.partition.messages_required_to_save == 0 {
             return Err(ConfigError(

@@ -269,6 +269,8 @@ pub struct ShardMetrics {
     /// Data-plane operations executed on the partitions this shard owns.
     pub appends: Counter,
     pub appended_messages: Counter,
+    /// Messages dropped as duplicates (`[system.message_deduplication]`).
+    pub deduplicated_messages: Counter,
     pub polls: Counter,
     pub polled_messages: Counter,
     /// µs until an append was acknowledged, by ack mode ([`ACK_MODES`]).
@@ -316,6 +318,7 @@ impl Default for ShardMetrics {
             messages_out_bytes: Counter::default(),
             appends: Counter::default(),
             appended_messages: Counter::default(),
+            deduplicated_messages: Counter::default(),
             polls: Counter::default(),
             polled_messages: Counter::default(),
             ack_latency: Default::default(),
@@ -425,6 +428,7 @@ impl Metrics {
                 messages_out_bytes: shard.messages_out_bytes.get(),
                 appends: shard.appends.get(),
                 appended_messages: shard.appended_messages.get(),
+                deduplicated_messages: shard.deduplicated_messages.get(),
                 polls: shard.polls.get(),
                 polled_messages: shard.polled_messages.get(),
                 written_bytes: shard.written_bytes.get(),
@@ -477,6 +481,7 @@ pub struct ShardSnapshot {
     pub messages_out_bytes: u64,
     pub appends: u64,
     pub appended_messages: u64,
+    pub deduplicated_messages: u64,
     pub polls: u64,
     pub polled_messages: u64,
     pub written_bytes: u64,

@@ -7,6 +7,7 @@
 //! takes a lock: the shards table is a sharded `DashMap`, metadata reads are wait-free.
 
 pub mod allocation;
+pub mod dedup;
 pub mod message;
 pub mod partitions;
 pub mod routing;
@@ -18,6 +19,7 @@ use crate::metadata::Metadata;
 use crate::metrics::{Metrics, ShardMetricsHandle};
 use crate::storage::{BufferPool, PartitionConfig};
 use dashmap::DashMap;
+use dedup::Deduplicator;
 use message::{ControlCommand, ControlRequest, ShardMessage, ShardWork, reply_channel};
 use partitions::LocalPartition;
 use rill_core::ErrorCode;
@@ -198,6 +200,10 @@ impl Shard {
             .shards_table
             .counters(&key)
             .ok_or(ErrorCode::PartitionNotFound)?;
+        let dedup = &self.shared.config.system.message_deduplication;
+        let dedup = dedup
+            .enabled
+            .then(|| Deduplicator::new(dedup.max_entries, dedup.expiry.0));
         let partition = LocalPartition::open(
             &self.shared.config.system.path,
             key,
@@ -205,6 +211,7 @@ impl Shard {
             self.pool.clone(),
             counters,
             self.metrics.clone(),
+            dedup,
         )
         .await?;
         self.partitions.borrow_mut().insert(key, Rc::new(partition));

@@ -2,6 +2,7 @@
 //! executed on them (append, poll with every strategy, flush, offsets, segments, purge), as typed
 //! calls: directly on the owner, or from another shard through [`LocalPartition::serve`].
 
+use super::dedup::Deduplicator;
 use super::message::{ConsumerKey, PartitionCall, PollArgs, Polled, StoredOffset};
 use super::table::{PartitionCounters, PartitionKey};
 use crate::metrics::ShardMetricsHandle;
@@ -44,6 +45,8 @@ pub struct LocalPartition {
     gate: async_lock::RwLock<()>,
     /// Set by [`LocalPartition::close`]: every later operation answers PartitionNotFound.
     closed: Cell<bool>,
+    /// The ids received lately, with `[system.message_deduplication]` on.
+    dedup: Option<RefCell<Deduplicator>>,
 }
 
 fn storage_error(error: storage::StorageError) -> ErrorCode {
@@ -68,6 +71,7 @@ impl LocalPartition {
         pool: Rc<BufferPool>,
         counters: Arc<PartitionCounters>,
         metrics: ShardMetricsHandle,
+        dedup: Option<Deduplicator>,
     ) -> Result<LocalPartition, ErrorCode> {
         let dir = partition_dir(data_dir, &key);
         let has_segments = blocking::read_dir_names(&dir)
@@ -110,6 +114,7 @@ impl LocalPartition {
             reopening: Cell::new(false),
             gate: async_lock::RwLock::new(()),
             closed: Cell::new(false),
+            dedup: dedup.map(RefCell::new),
         };
         partition.load_offsets().await;
         partition.refresh_counters();
@@ -182,6 +187,10 @@ impl LocalPartition {
         published.writes = Default::default();
         self.published.set(published);
         *self.storage.borrow_mut() = Rc::new(fresh);
+        // The messages are gone: sending them again stores them again.
+        if let Some(dedup) = &self.dedup {
+            dedup.borrow_mut().clear();
+        }
         Ok(())
     }
 
@@ -327,18 +336,29 @@ impl LocalPartition {
         self.storage().close().await
     }
 
-    /// Appends a batch; returns the offset of its first message.
+    /// Appends a batch; returns the offset of its first message. With deduplication on,
+    /// messages whose id the partition received lately are dropped first; a batch of nothing
+    /// but such messages stores nothing and answers the offset the next message will get.
     pub async fn append(&self, batch: MessageBatch) -> Result<u64, ErrorCode> {
         let _shared = self.shared().await?;
         let timestamp = crate::time::now_micros();
+        let storage = self.writable_storage().await?;
+        let (batch, admitted) = self.deduplicate(batch);
+        if batch.is_empty() {
+            return Ok(storage.next_offset());
+        }
         let messages = u64::from(batch.count());
         let started = std::time::Instant::now();
-        let outcome = self
-            .writable_storage()
-            .await?
-            .append(batch, timestamp)
-            .await
-            .map_err(storage_error)?;
+        let outcome = match storage.append(batch, timestamp).await {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                // Not stored: a retry with the same ids must not be dropped as a duplicate.
+                if let Some(dedup) = &self.dedup {
+                    dedup.borrow_mut().forget(&admitted);
+                }
+                return Err(storage_error(error));
+            }
+        };
         let metrics = &self.metrics;
         metrics.record_ack(self.storage().config().ack_mode, started.elapsed());
         metrics.appends.inc();
@@ -347,6 +367,37 @@ impl LocalPartition {
         self.counters.appended_messages.add(messages);
         self.refresh_counters();
         Ok(outcome.first_offset)
+    }
+
+    /// Drops the messages whose ids were received lately and remembers the others' ids;
+    /// returns the batch to store and the ids it admitted. Id 0 (the server assigns a random
+    /// one) is never a duplicate.
+    fn deduplicate(&self, batch: MessageBatch) -> (MessageBatch, Vec<u128>) {
+        let Some(dedup) = &self.dedup else {
+            return (batch, Vec::new());
+        };
+        let mut dedup = dedup.borrow_mut();
+        let now = std::time::Instant::now();
+        let mut admitted = Vec::with_capacity(batch.count() as usize);
+        let keep: Vec<bool> = batch
+            .iter()
+            .map(|message| {
+                let id = message.id();
+                let fresh = id == 0 || dedup.admit(id, now);
+                if fresh && id != 0 {
+                    admitted.push(id);
+                }
+                fresh
+            })
+            .collect();
+        let dropped = keep.iter().filter(|&&keep| !keep).count() as u64;
+        if dropped == 0 {
+            return (batch, admitted);
+        }
+        tracing::debug!(partition = %self.key, dropped, "dropped messages with duplicate ids");
+        self.metrics.deduplicated_messages.add(dropped);
+        self.counters.deduplicated_messages.add(dropped);
+        (batch.retain(&keep), admitted)
     }
 
     pub async fn poll(&self, args: PollArgs) -> Result<Polled, ErrorCode> {

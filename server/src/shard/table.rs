@@ -68,6 +68,7 @@ pub struct PartitionCounters {
     /// Activity since the owner opened the partition (metrics; written by the owner only).
     pub appends: Counter,
     pub appended_messages: Counter,
+    pub deduplicated_messages: Counter,
     pub polls: Counter,
     pub polled_messages: Counter,
 }

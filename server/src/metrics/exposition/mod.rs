@@ -29,6 +29,7 @@ pub struct PartitionActivity {
     pub key: PartitionKey,
     pub appends: u64,
     pub appended_messages: u64,
+    pub deduplicated_messages: u64,
     pub polls: u64,
     pub polled_messages: u64,
 }
@@ -109,6 +110,7 @@ pub fn gather_partitions(
             key: *key,
             appends: counters.appends.get(),
             appended_messages: counters.appended_messages.get(),
+            deduplicated_messages: counters.deduplicated_messages.get(),
             polls: counters.polls.get(),
             polled_messages: counters.polled_messages.get(),
         });

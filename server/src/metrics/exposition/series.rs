@@ -110,6 +110,11 @@ const SHARD_SERIES: &[Series<ShardSnapshot>] = &[
         |s| s.appended_messages,
     ),
     counter_of(
+        "iggy_deduplicated_messages",
+        "Messages dropped as duplicates of an id the partition received lately ([system.message_deduplication]), on the partitions a shard owns.",
+        |s| s.deduplicated_messages,
+    ),
+    counter_of(
         "iggy_polls",
         "Polls executed on the partitions a shard owns.",
         |s| s.polls,
@@ -203,6 +208,11 @@ const PARTITION_SERIES: &[Series<PartitionActivity>] = &[
         "iggy_partition_appended_messages",
         "Messages appended to each of the most active partitions.",
         |p| p.appended_messages,
+    ),
+    counter_of(
+        "iggy_partition_deduplicated_messages",
+        "Messages dropped as duplicates by each of the most active partitions.",
+        |p| p.deduplicated_messages,
     ),
     counter_of(
         "iggy_partition_polls",

@@ -11,6 +11,7 @@ fn activity(partition_id: u32, appended: u64, polled: u64) -> PartitionActivity 
         key: PartitionKey::new(1, 1, partition_id),
         appends: appended.min(1),
         appended_messages: appended,
+        deduplicated_messages: 0,
         polls: polled.min(1),
         polled_messages: polled,
     }
