@@ -218,7 +218,7 @@ mod tests {
     use crate::config::Config;
 
     fn admission(edit: impl FnOnce(&mut LimitsConfig)) -> Admission {
-        let (config, _) = Config::load(None, Vec::new()).unwrap();
+        let config = Config::load(None, Vec::new()).unwrap().config;
         let mut limits = config.limits;
         edit(&mut limits);
         Admission::new(limits)

@@ -12,8 +12,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Message-streaming broker, wire-compatible with Apache Iggy 0.8.0.
 ///
-/// Configuration: the embedded default (configs/server.toml), then --config FILE, then IGGY_*
-/// environment variables (e.g. IGGY_TCP_ADDRESS=0.0.0.0:8090, IGGY_SYSTEM_PATH=/data).
+/// Configuration: the embedded default (configs/server.toml), then --config FILE (or, without
+/// it, upstream's core/server/config.toml when found in the working directory or a parent), then
+/// IGGY_* environment variables (e.g. IGGY_TCP_ADDRESS=0.0.0.0:8090, IGGY_SYSTEM_PATH=/data),
+/// which may come from IGGY_ENV_PATH or a .env file. An upstream Iggy 0.8 configuration is
+/// accepted (README, "Upstream configuration"). IGGY_DISPLAY_CONFIG=0 hides the configuration
+/// logged at start.
 /// The root user is created on first start from IGGY_ROOT_USERNAME and IGGY_ROOT_PASSWORD, or
 /// iggy/iggy with --with-default-root-credentials, or else with a random password printed once.
 #[derive(Debug, Parser)]
@@ -55,6 +59,50 @@ fn wipe_data_directory(path: &std::path::Path) -> Result<(), String> {
     }
 }
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "boot: runs before any shard serves"
+)]
+/// Loads `IGGY_ENV_PATH` (which must be readable), or else the first `.env` found in the working
+/// directory or one of its parents, as upstream does. Variables already set are not replaced.
+/// Returns the file loaded.
+fn load_env_file() -> Result<Option<PathBuf>, String> {
+    if let Some(path) = std::env::var_os("IGGY_ENV_PATH").filter(|path| !path.is_empty()) {
+        let path = PathBuf::from(path);
+        dotenvy::from_path(&path)
+            .map_err(|error| format!("IGGY_ENV_PATH {}: {error}", path.display()))?;
+        return Ok(Some(path));
+    }
+    match dotenvy::dotenv() {
+        Ok(path) => Ok(Some(path)),
+        Err(error) if error.not_found() => Ok(None),
+        Err(error) => Err(format!(".env: {error}")),
+    }
+}
+
+#[allow(
+    clippy::disallowed_methods,
+    reason = "boot: runs before any shard serves"
+)]
+/// Without --config or IGGY_CONFIG_PATH, upstream's default file `core/server/config.toml`,
+/// looked up from the working directory towards the root, as upstream looks it up; none found
+/// means the embedded default.
+fn upstream_default_config() -> Option<PathBuf> {
+    let start = std::env::current_dir().ok()?;
+    start
+        .ancestors()
+        .map(|dir| dir.join("core").join("server").join("config.toml"))
+        .find(|path| path.is_file())
+}
+
+/// `IGGY_DISPLAY_CONFIG`: the configuration in force is logged at start unless it is set to
+/// something other than `1` or `true`, as upstream prints it.
+fn display_config() -> bool {
+    std::env::var("IGGY_DISPLAY_CONFIG").map_or(true, |value| {
+        matches!(value.trim().to_ascii_lowercase().as_str(), "1" | "true")
+    })
+}
+
 fn root_credentials(with_default: bool) -> Result<RootCredentials, String> {
     let username = std::env::var("IGGY_ROOT_USERNAME").ok();
     let password = std::env::var("IGGY_ROOT_PASSWORD").ok();
@@ -90,18 +138,28 @@ fn main() -> ExitCode {
     // Everything the server creates is private: files 0600, directories 0700. The metadata log
     // holds every password hash and token hash.
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
-    let args = Args::parse();
-    if args.print_default_config {
-        print!("{}", rill_server::config::DEFAULT_CONFIG_TOML);
-        return ExitCode::SUCCESS;
-    }
-    let (config, warnings) = match Config::load(args.config.as_deref(), std::env::vars()) {
+    // Before the arguments: an env file may set IGGY_CONFIG_PATH, as upstream's may.
+    let env_file = match load_env_file() {
         Ok(loaded) => loaded,
         Err(error) => {
             eprintln!("iggy-server: {error}");
             return ExitCode::from(2);
         }
     };
+    let args = Args::parse();
+    if args.print_default_config {
+        print!("{}", rill_server::config::DEFAULT_CONFIG_TOML);
+        return ExitCode::SUCCESS;
+    }
+    let config_file = args.config.clone().or_else(upstream_default_config);
+    let loaded = match Config::load(config_file.as_deref(), std::env::vars()) {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            eprintln!("iggy-server: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let (config, warnings) = (loaded.config, loaded.warnings);
     if args.fresh
         && let Err(error) = wipe_data_directory(&config.system.path)
     {
@@ -112,8 +170,22 @@ fn main() -> ExitCode {
         eprintln!("iggy-server: {error}");
         return ExitCode::from(2);
     }
+    if let Some(path) = env_file {
+        tracing::info!(file = %path.display(), "loaded environment variables");
+    }
+    match (&args.config, &config_file) {
+        (None, Some(path)) => tracing::info!(
+            file = %path.display(),
+            "using the configuration file found at upstream's default location"
+        ),
+        (Some(path), _) => tracing::info!(file = %path.display(), "using the configuration file"),
+        _ => {}
+    }
     for warning in warnings {
         tracing::warn!("{warning}");
+    }
+    if display_config() {
+        tracing::info!("configuration in force:\n{}", loaded.resolved);
     }
     let root = match root_credentials(args.with_default_root_credentials) {
         Ok(root) => root,

@@ -245,7 +245,9 @@ mod tests {
     #[test]
     fn quic_config_builds_from_the_defaults() {
         let (_dir, certificate) = generated();
-        let (config, _) = crate::config::Config::load(None, Vec::new()).unwrap();
+        let config = crate::config::Config::load(None, Vec::new())
+            .unwrap()
+            .config;
         quic_server_config(&certificate, &config.quic).unwrap();
     }
 }

@@ -6,12 +6,35 @@
 
 use super::error::ConfigError;
 
-/// Variables with the prefix that are not configuration keys.
+/// Variables with the prefix that are not configuration keys: ours, upstream's (its server,
+/// connectors and tests share env files with the server), and our CLI's.
 const NOT_CONFIG: &[&str] = &[
     "IGGY_ROOT_USERNAME",
     "IGGY_ROOT_PASSWORD",
     "IGGY_CONFIG_PATH",
+    "IGGY_ENV_PATH",
+    "IGGY_DISPLAY_CONFIG",
+    "IGGY_CI_BUILD",
+    "IGGY_CONNECTORS_CONFIG_PATH",
+    "IGGY_MCP_CONFIG_PATH",
+    "IGGY_TEST_CLEANUP_DISABLED",
+    "IGGY_TEST_VERBOSE",
+    "IGGY_PROTOCOL",
 ];
+const NOT_CONFIG_PREFIXES: &[&str] = &["IGGY_CONNECTORS_SINK_", "IGGY_CONNECTORS_SOURCE_"];
+
+/// An upstream variable's value typed as upstream reads it: true/false, an integer, or text.
+fn sniff(raw: &str) -> toml::Value {
+    let text = raw.trim();
+    match text.to_ascii_lowercase().as_str() {
+        "true" => return toml::Value::Boolean(true),
+        "false" => return toml::Value::Boolean(false),
+        _ => {}
+    }
+    text.parse::<i64>()
+        .map(toml::Value::Integer)
+        .unwrap_or_else(|_| toml::Value::String(text.to_string()))
+}
 
 fn leaf_paths(
     table: &toml::Table,
@@ -32,23 +55,46 @@ fn env_name(path: &[String]) -> String {
     format!("IGGY_{}", path.join("_").to_ascii_uppercase())
 }
 
-/// Applies the overrides in `environment` to `table`; returns warnings for unknown variables.
+/// Applies the overrides in `environment` to `table`. Returns warnings for unknown variables,
+/// and upstream's variables for keys that are not ours as a table for `upstream::translate`.
+/// An empty value means "not set", as upstream reads it.
 pub(super) fn apply(
     table: &mut toml::Table,
     schema: &toml::Table,
     environment: impl IntoIterator<Item = (String, String)>,
-) -> Result<Vec<String>, ConfigError> {
+) -> Result<(Vec<String>, toml::Table), ConfigError> {
     let mut leaves = Vec::new();
     leaf_paths(schema, &mut Vec::new(), &mut leaves);
     let mut warnings = Vec::new();
+    let mut upstream = toml::Table::new();
     for (name, raw) in environment {
-        if !name.starts_with("IGGY_") || NOT_CONFIG.contains(&name.as_str()) {
+        if !name.starts_with("IGGY_")
+            || NOT_CONFIG.contains(&name.as_str())
+            || NOT_CONFIG_PREFIXES
+                .iter()
+                .any(|prefix| name.starts_with(prefix))
+            || raw.is_empty()
+        {
             continue;
         }
         let Some((path, example)) = leaves.iter().find(|(path, _)| env_name(path) == name) else {
-            warnings.push(format!(
-                "ignoring environment variable {name}: no such configuration key"
-            ));
+            match super::upstream::env_path(&name) {
+                Some(path) => {
+                    let mut slot = &mut upstream;
+                    let parts: Vec<&str> = path.split('.').collect();
+                    for part in &parts[..parts.len() - 1] {
+                        slot = slot
+                            .entry(part.to_string())
+                            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+                            .as_table_mut()
+                            .expect("tables on the path");
+                    }
+                    slot.insert(parts[parts.len() - 1].to_string(), sniff(&raw));
+                }
+                None => warnings.push(format!(
+                    "ignoring environment variable {name}: no such configuration key"
+                )),
+            }
             continue;
         };
         let value = match example {
@@ -81,5 +127,5 @@ pub(super) fn apply(
         }
         slot.insert(path[path.len() - 1].clone(), value);
     }
-    Ok(warnings)
+    Ok((warnings, upstream))
 }

@@ -7,6 +7,7 @@
 mod env;
 mod error;
 pub mod units;
+mod upstream;
 
 use crate::storage::AckMode;
 pub use error::ConfigError;
@@ -343,21 +344,31 @@ impl LoggingConfig {
     }
 }
 
+/// What [`Config::load`] found.
+pub struct Loaded {
+    pub config: Config,
+    /// To log once logging is up.
+    pub warnings: Vec<String>,
+    /// Every key with the value in force (`IGGY_DISPLAY_CONFIG` prints it).
+    pub resolved: toml::Table,
+}
+
 impl Config {
     #[allow(
         clippy::disallowed_methods,
         reason = "boot: runs before any shard serves"
     )]
     /// Loads the configuration: embedded default, then `file` (if any), then the environment.
-    /// Returns the config and warnings to log once logging is up.
+    /// Returns the config, the warnings to log once logging is up, and the resolved values.
     pub fn load(
         file: Option<&Path>,
         environment: impl IntoIterator<Item = (String, String)>,
-    ) -> Result<(Config, Vec<String>), ConfigError> {
+    ) -> Result<Loaded, ConfigError> {
         let mut table: toml::Table = DEFAULT_CONFIG_TOML
             .parse()
             .expect("the embedded default config is valid TOML");
         let schema = table.clone();
+        let mut warnings = Vec::new();
         if let Some(path) = file {
             let text = std::fs::read_to_string(path).map_err(|error| {
                 ConfigError(format!(
@@ -371,9 +382,19 @@ impl Config {
                     path.display()
                 ))
             })?;
-            merge(&mut table, overrides, "")?;
+            let http_enabled = is_enabled(&table, "http");
+            let (ours, mut notes) = upstream::translate(overrides, &schema, http_enabled)?;
+            warnings.append(&mut notes);
+            merge(&mut table, ours, "")?;
         }
-        let warnings = env::apply(&mut table, &schema, environment)?;
+        let (mut notes, upstream_env) = env::apply(&mut table, &schema, environment)?;
+        warnings.append(&mut notes);
+        let http_enabled = is_enabled(&table, "http");
+        let (ours, mut notes) = upstream::translate(upstream_env, &schema, http_enabled)?;
+        warnings.append(&mut notes);
+        merge(&mut table, ours, "")?;
+        generate_missing_certificates(&mut table, &mut warnings);
+        let resolved = table.clone();
         let config: Config = serde_path_to_error::deserialize(table).map_err(|error| {
             ConfigError(format!(
                 "invalid configuration value for `{}`: {}",
@@ -382,7 +403,11 @@ impl Config {
             ))
         })?;
         config.validate()?;
-        Ok((config, warnings))
+        Ok(Loaded {
+            config,
+            warnings,
+            resolved,
+        })
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
@@ -530,10 +555,87 @@ fn merge(base: &mut toml::Table, overrides: toml::Table, prefix: &str) -> Result
                     "configuration key `{path}` must be a table"
                 )));
             }
-            (Some(slot), value) => *slot = value,
+            (Some(slot), value) => *slot = coerce(slot, value, &path)?,
         }
     }
     Ok(())
+}
+
+/// A value in upstream's form for a key we share, written as ours: an integer CPU allocation
+/// (`cpu_allocation = 4`) as text, a size where we take a number (`initial_mtu = "8 KB"`).
+fn coerce(slot: &toml::Value, value: toml::Value, path: &str) -> Result<toml::Value, ConfigError> {
+    Ok(match (slot, value) {
+        (toml::Value::String(_), toml::Value::Integer(number)) => {
+            toml::Value::String(number.to_string())
+        }
+        (toml::Value::Integer(_), toml::Value::String(text)) => {
+            let bytes = rill_core::units::parse_size(&text)
+                .map_err(|error| ConfigError(format!("`{path}`: {error}")))?;
+            toml::Value::Integer(
+                i64::try_from(bytes)
+                    .map_err(|_| ConfigError(format!("`{path}`: {text} is out of range")))?,
+            )
+        }
+        (_, value) => value,
+    })
+}
+
+/// `[section] enabled` in the configuration so far.
+fn is_enabled(table: &toml::Table, section: &str) -> bool {
+    table
+        .get(section)
+        .and_then(|section| section.get("enabled"))
+        .and_then(toml::Value::as_bool)
+        .unwrap_or(false)
+}
+
+#[allow(
+    clippy::disallowed_methods,
+    reason = "boot: runs before any shard serves"
+)]
+/// A self-signed certificate is generated, as upstream does, where `self_signed` is true and the
+/// certificate file named does not exist (upstream's default file names `core/certs/...`, which
+/// only its source tree has). A WARN says so; an existing file is used.
+fn generate_missing_certificates(table: &mut toml::Table, warnings: &mut Vec<String>) {
+    for (section, inner) in [("tcp", "tls"), ("quic", "certificate")] {
+        let enabled = match section {
+            "tcp" => table
+                .get("tcp")
+                .and_then(|tcp| tcp.get("tls"))
+                .and_then(|tls| tls.get("enabled"))
+                .and_then(toml::Value::as_bool)
+                .unwrap_or(false),
+            _ => is_enabled(table, section),
+        };
+        if !enabled {
+            continue;
+        }
+        let Some(toml::Value::Table(certificate)) = table
+            .get_mut(section)
+            .and_then(|section| section.get_mut(inner))
+        else {
+            continue;
+        };
+        let self_signed = certificate
+            .get("self_signed")
+            .and_then(toml::Value::as_bool);
+        let cert_file = certificate
+            .get("cert_file")
+            .and_then(toml::Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if self_signed == Some(true)
+            && !cert_file.is_empty()
+            && !std::path::Path::new(&cert_file).exists()
+        {
+            warnings.push(format!(
+                "{section}.{inner}: cert_file {cert_file} does not exist and self_signed is true: \
+                 generating a self-signed certificate, as upstream does"
+            ));
+            certificate.insert("cert_file".into(), toml::Value::String(String::new()));
+            certificate.insert("key_file".into(), toml::Value::String(String::new()));
+        }
+    }
 }
 
 #[allow(clippy::disallowed_methods, reason = "tests")]
@@ -548,7 +650,7 @@ mod tests {
             std::fs::write(&path, text).unwrap();
         }
         let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
-        Config::load(file_text.map(|_| path.as_path()), env).map(|(config, _)| config)
+        Config::load(file_text.map(|_| path.as_path()), env).map(|loaded| loaded.config)
     }
 
     #[test]
