@@ -28,7 +28,7 @@ use rill_core::primitives::{CompressionAlgorithm, Identifier, Name, Partitioning
 use rill_core::requests::*;
 use rill_core::responses::{Stats, StreamDetails, TopicDetails};
 use rill_core::v09::batch::PolledFrames;
-use rill_core::v09::client::{ClientSession, ReplyError, read_reply_header};
+use rill_core::v09::client::{ClientSession, OutgoingRequest, ReplyError, read_reply_header};
 use rill_core::v09::header::HEADER_SIZE as V09_HEADER_SIZE;
 use rill_core::{Decode, ErrorCode, Reader, Request};
 use rill_sdk::transport::{Connection as SdkConnection, OutgoingFrame, PermanentFailure};
@@ -328,7 +328,7 @@ impl Connection {
     /// Sends one request and returns the response payload, in 0.8's form whatever the
     /// generation (valid until the next call).
     pub fn call(&mut self, request: Request, during: &'static str) -> Result<&[u8]> {
-        let Some(session) = self.v09.as_mut() else {
+        if self.v09.is_none() {
             self.request.clear();
             encode_request(&request, &mut self.request);
             let (status, length) = exchange(
@@ -343,9 +343,28 @@ impl Connection {
                 return Err(refused(during, status));
             }
             return Ok(&self.response[..length]);
-        };
+        }
+        let (sent, status, length) = self.round_trip_v09(&request, during)?;
+        let session = self.v09.as_mut().expect("a 0.9 connection");
+        self.translated = session
+            .read_reply(&sent, status, &self.response[..length])
+            .map_err(|error| match error {
+                ReplyError::Status(code) => Error::Server(during, code),
+                ReplyError::Malformed(error) => Error::Decode(during, error),
+            })?;
+        Ok(&self.translated)
+    }
+
+    /// Writes `request` as a 0.9 frame of this session and reads the reply into the response
+    /// buffer: the request as sent, the reply's status and its body length.
+    fn round_trip_v09(
+        &mut self,
+        request: &Request,
+        during: &'static str,
+    ) -> Result<(OutgoingRequest, u32, usize)> {
+        let session = self.v09.as_mut().expect("a 0.9 connection");
         let sent = session
-            .encode(&request)
+            .encode(request)
             .map_err(|error| Error::Decode(during, error))?;
         let (status, length) = exchange(
             &mut self.wire,
@@ -355,13 +374,7 @@ impl Connection {
             &mut self.response,
             during,
         )?;
-        self.translated = session
-            .read_reply(&sent, status, &self.response[..length])
-            .map_err(|error| match error {
-                ReplyError::Status(code) => Error::Server(during, code),
-                ReplyError::Malformed(error) => Error::Decode(during, error),
-            })?;
-        Ok(&self.translated)
+        Ok((sent, status, length))
     }
 
     /// Sends one request and decodes its response.
@@ -422,23 +435,12 @@ impl Connection {
     /// Sends a PollMessages request and summarises the messages returned, checking each with
     /// `rill_core`'s parser of the connection's generation.
     pub fn poll(&mut self, request: PollMessages) -> Result<PollSummary> {
-        let Some(session) = self.v09.as_mut() else {
+        if self.v09.is_none() {
             let payload = self.call(request.into(), "poll messages")?;
             return summarise_poll(payload);
-        };
+        }
         let during = "poll messages";
-        let request = Request::PollMessages(request);
-        let sent = session
-            .encode(&request)
-            .map_err(|error| Error::Decode(during, error))?;
-        let (status, length) = exchange(
-            &mut self.wire,
-            &sent.header,
-            &sent.body,
-            Protocol::V09,
-            &mut self.response,
-            during,
-        )?;
+        let (_, status, length) = self.round_trip_v09(&Request::PollMessages(request), during)?;
         if status != 0 {
             return Err(refused(during, status));
         }
