@@ -69,9 +69,11 @@ ENV IGGY_CONFIG_PATH=/etc/iggy/server.toml \
 # Metadata and partition logs. Segment files are written with O_DIRECT: keep /data on a volume or
 # bind mount (ext4, xfs), not on the container's overlay layer.
 VOLUME ["/data"]
-# 8090/tcp: Iggy's binary protocol over TCP. 8080/udp: QUIC, reserved; the server does not serve
-# QUIC yet, so publishing it has no effect for now. 3000/tcp: the operators' HTTP endpoint
-# (/metrics, /ping, /stats; no authentication: publish it only on a private address).
+# 8090/tcp: Iggy's binary protocol over TCP (0.8 and 0.9 clients alike). 8080/udp: the same over
+# QUIC. 3000/tcp: the operators' HTTP endpoint (/metrics, /ping, /stats; /metrics has no
+# authentication: publish it only on a private address). Upstream's Helm chart mounts its volume
+# at /app/local_data: with it, set IGGY_SYSTEM_PATH=/app/local_data, or data stays in the
+# container.
 EXPOSE 8090/tcp 8080/udp 3000/tcp
 USER iggy:iggy
 WORKDIR /data
