@@ -282,10 +282,11 @@ fn only_silent_consumer_group_members_miss_their_heartbeats() {
     let join = [&numeric_zero[..], &numeric_zero, &numeric_zero].concat();
     let request = member.replicated(148);
     ok(member.call(&request, &join));
+    // The member's last request was the join: its silence starts now.
+    let started = Instant::now();
 
     let mut outsider = Client::connect(server.address());
     outsider.login_root();
-    let started = Instant::now();
     let evicted = member.read().expect("an eviction arrives unasked");
     assert_eq!(evicted.eviction_reason(), Some(13), "StaleClient");
     let waited = started.elapsed();

@@ -16,7 +16,7 @@
 //!   executed the request;
 //! * a background task sends Ping (1) every `heartbeat_interval` while connected.
 
-use crate::config::{ClientConfig, Credentials, ReconnectPolicy};
+use crate::config::{ClientConfig, Credentials, Protocol, ReconnectPolicy};
 use crate::error::{Error, Result};
 use crate::generation::{Codec, ends_connection};
 use crate::transport::{Connection, Connector, PermanentFailure, connector_for};
@@ -592,6 +592,18 @@ impl Client {
             request.command(),
             CommandCode::LoginUser | CommandCode::LoginWithPersonalAccessToken
         );
+        // A 0.9 server answers a second login on a bound connection with the session it has
+        // (protocol-0.9.md 3.6): end it first, as SDK 0.11.0 does.
+        if explicit_login
+            && self.inner.config.protocol == Protocol::V09
+            && session.authenticated
+            && session.connection.is_some()
+        {
+            let logout = Request::LogoutUser(LogoutUser {});
+            if self.round_trip(&mut session, &logout).await.is_ok() {
+                Self::observe(&mut session, &logout);
+            }
+        }
         // An explicit login replaces the stored one, so there is nothing to log in with first.
         if explicit_login && session.connection.is_none() {
             self.attach(&mut session).await?;

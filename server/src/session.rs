@@ -15,7 +15,7 @@ pub struct Session {
     pub address: SocketAddr,
     pub transport: Transport,
     pub user_id: Option<u32>,
-    /// When the session last sent a Ping (the only command that counts as a heartbeat).
+    /// When the session last sent a heartbeat: a Ping for 0.8, any request for 0.9.
     pub last_heartbeat: Instant,
     /// Which shard this session's data requests go to (see [`Affinity`]).
     pub affinity: Affinity,

@@ -15,6 +15,7 @@ use super::header::{
 use super::{PROTOCOL_VERSION, u32_at};
 
 // Request header fields a pre-encoded frame is renumbered in (protocol-0.9.md 2.2).
+const REQUEST_CLIENT: usize = 128;
 const REQUEST_NUMBER: usize = 168;
 const REQUEST_OPERATION: usize = 176;
 const REQUEST_SESSION: usize = 184;
@@ -60,6 +61,8 @@ pub struct ClientSession {
     client: u128,
     session: u64,
     next_request: u64,
+    /// A login was sent with the current client id.
+    registered: bool,
     sdk_name: Name,
     sdk_version: Name,
 }
@@ -72,6 +75,7 @@ impl ClientSession {
             client: client.max(1),
             session: 0,
             next_request: 1,
+            registered: false,
             sdk_name: Name::new(sdk_name)?,
             sdk_version: Name::new(sdk_version)?,
         })
@@ -87,6 +91,18 @@ impl ClientSession {
     pub fn encode(&mut self, request: &Request) -> Result<OutgoingRequest, DecodeError> {
         let (code, body) = self.body(request)?;
         let operation = code_operation(code);
+        if operation == OP_REGISTER {
+            // Every login after the first on this connection (after a logout, a failed login
+            // or on a bound session) comes from a new client id, as SDK 0.11.0 does
+            // (protocol-0.9.md 3.5): a server that answers a known id's Register with its
+            // existing session would otherwise keep the previous user.
+            if self.registered {
+                self.client = next_client_id(self.client);
+                self.session = 0;
+                self.next_request = 1;
+            }
+            self.registered = true;
+        }
         let number = self.number(operation);
         // Logins, logouts and metadata operations are stamped; reads and partition operations
         // carry 0 ("unstamped"), as the official SDK sends them.
@@ -125,9 +141,11 @@ impl ClientSession {
     }
 
     /// Numbers a request header encoded once and sent many times (a benchmark's SendMessages):
-    /// writes this session's number and the request number its operation takes now.
+    /// writes this connection's client id and session number and the request number its
+    /// operation takes now.
     pub fn renumber(&mut self, header: &mut [u8; HEADER_SIZE]) {
         let number = self.number(header[REQUEST_OPERATION]);
+        header[REQUEST_CLIENT..REQUEST_CLIENT + 16].copy_from_slice(&self.client.to_le_bytes());
         header[REQUEST_NUMBER..REQUEST_NUMBER + 8].copy_from_slice(&number.to_le_bytes());
         header[REQUEST_SESSION..REQUEST_SESSION + 8].copy_from_slice(&self.session.to_le_bytes());
     }
@@ -240,6 +258,20 @@ impl ClientSession {
             code => Ok(translate_reply(code, payload)?),
         }
     }
+}
+
+/// A new client id from the previous one (SplitMix64 on each half): distinct ids without a
+/// random source in this crate; never 0.
+fn next_client_id(previous: u128) -> u128 {
+    let mix = |mut z: u64| {
+        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let high = mix((previous >> 64) as u64);
+    let low = mix(previous as u64 ^ high);
+    ((u128::from(high) << 64) | u128::from(low)).max(1)
 }
 
 /// The options block of a CreateTopic or UpdateTopic, entries sorted by key as SDK 0.11.0
@@ -522,6 +554,13 @@ mod tests {
         session.renumber(&mut again);
         let again = RequestHeader::parse(&again, 1 << 20).unwrap();
         assert_eq!((again.request, again.session), (3, 9));
+        assert_eq!(again.client, header.client);
+        // A second login comes from a new client id, with the numbering restarted.
+        let again = session.encode(&login).unwrap();
+        let again = RequestHeader::parse(&again.header, 1 << 20).unwrap();
+        assert_ne!(again.client, header.client);
+        assert_eq!((again.request, again.session), (0, 0));
+        assert_eq!(session.session(), 0);
         // A session of 0 is refused, as SDK 0.11.0 refuses it.
         let mut zero = reply.clone();
         zero[8..16].fill(0);

@@ -79,18 +79,7 @@ pub(super) fn apply(
         }
         let Some((path, example)) = leaves.iter().find(|(path, _)| env_name(path) == name) else {
             match super::upstream::env_path(&name) {
-                Some(path) => {
-                    let mut slot = &mut upstream;
-                    let parts: Vec<&str> = path.split('.').collect();
-                    for part in &parts[..parts.len() - 1] {
-                        slot = slot
-                            .entry(part.to_string())
-                            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
-                            .as_table_mut()
-                            .expect("tables on the path");
-                    }
-                    slot.insert(parts[parts.len() - 1].to_string(), sniff(&raw));
-                }
+                Some(path) => super::upstream::insert(&mut upstream, &path, sniff(&raw))?,
                 None => warnings.push(format!(
                     "ignoring environment variable {name}: no such configuration key"
                 )),

@@ -369,6 +369,7 @@ impl Config {
             .expect("the embedded default config is valid TOML");
         let schema = table.clone();
         let mut warnings = Vec::new();
+        let mut asks_for_https = false;
         if let Some(path) = file {
             let text = std::fs::read_to_string(path).map_err(|error| {
                 ConfigError(format!(
@@ -382,17 +383,20 @@ impl Config {
                     path.display()
                 ))
             })?;
-            let http_enabled = is_enabled(&table, "http");
-            let (ours, mut notes) = upstream::translate(overrides, &schema, http_enabled)?;
-            warnings.append(&mut notes);
-            merge(&mut table, ours, "")?;
+            let mut translated = upstream::translate(overrides, &schema)?;
+            warnings.append(&mut translated.warnings);
+            asks_for_https |= translated.asks_for_https;
+            merge(&mut table, translated.table, "")?;
         }
         let (mut notes, upstream_env) = env::apply(&mut table, &schema, environment)?;
         warnings.append(&mut notes);
-        let http_enabled = is_enabled(&table, "http");
-        let (ours, mut notes) = upstream::translate(upstream_env, &schema, http_enabled)?;
-        warnings.append(&mut notes);
-        merge(&mut table, ours, "")?;
+        let mut translated = upstream::translate(upstream_env, &schema)?;
+        warnings.append(&mut translated.warnings);
+        merge(&mut table, translated.table, "")?;
+        // Whichever source asked for HTTPS and whichever enabled the endpoint.
+        if (asks_for_https || translated.asks_for_https) && is_enabled(&table, "http") {
+            return Err(upstream::https_refusal());
+        }
         generate_missing_certificates(&mut table, &mut warnings);
         let resolved = table.clone();
         let config: Config = serde_path_to_error::deserialize(table).map_err(|error| {
@@ -580,6 +584,9 @@ fn coerce(slot: &toml::Value, value: toml::Value, path: &str) -> Result<toml::Va
     })
 }
 
+/// Where upstream's default configuration puts its certificates.
+const UPSTREAM_CERTIFICATES: &str = "core/certs/";
+
 /// `[section] enabled` in the configuration so far.
 fn is_enabled(table: &toml::Table, section: &str) -> bool {
     table
@@ -593,9 +600,9 @@ fn is_enabled(table: &toml::Table, section: &str) -> bool {
     clippy::disallowed_methods,
     reason = "boot: runs before any shard serves"
 )]
-/// A self-signed certificate is generated, as upstream does, where `self_signed` is true and the
-/// certificate file named does not exist (upstream's default file names `core/certs/...`, which
-/// only its source tree has). A WARN says so; an existing file is used.
+/// Upstream's default file names certificates in `core/certs/`, which only upstream's source
+/// tree has, with `self_signed = true`: upstream then generates one, and so do we, with a WARN.
+/// Any other path must exist (a typo in a real path still stops the start).
 fn generate_missing_certificates(table: &mut toml::Table, warnings: &mut Vec<String>) {
     for (section, inner) in [("tcp", "tls"), ("quic", "certificate")] {
         let enabled = match section {
@@ -625,7 +632,7 @@ fn generate_missing_certificates(table: &mut toml::Table, warnings: &mut Vec<Str
             .unwrap_or_default()
             .to_string();
         if self_signed == Some(true)
-            && !cert_file.is_empty()
+            && cert_file.starts_with(UPSTREAM_CERTIFICATES)
             && !std::path::Path::new(&cert_file).exists()
         {
             warnings.push(format!(

@@ -271,20 +271,31 @@ fn leaves(table: &toml::Table, prefix: &str, out: &mut Vec<(String, toml::Value)
     }
 }
 
-fn insert(table: &mut toml::Table, path: &str, value: toml::Value) {
+/// Sets `path` in `table`; an existing value on the way that is not a table is an error (the
+/// file gave, say, `[logging] file = "x"` beside `[system.logging]`).
+pub(super) fn insert(
+    table: &mut toml::Table,
+    path: &str,
+    value: toml::Value,
+) -> Result<(), ConfigError> {
     let mut slot = table;
     let mut parts = path.split('.').peekable();
     while let Some(part) = parts.next() {
         if parts.peek().is_none() {
             slot.insert(part.to_string(), value);
-            return;
+            return Ok(());
         }
         slot = slot
             .entry(part.to_string())
             .or_insert_with(|| toml::Value::Table(toml::Table::new()))
             .as_table_mut()
-            .expect("a table on the path");
+            .ok_or_else(|| {
+                ConfigError(format!(
+                    "configuration key `{part}` in `{path}` must be a table"
+                ))
+            })?;
     }
+    Ok(())
 }
 
 fn same_value(value: &toml::Value, default: &str) -> bool {
@@ -321,16 +332,32 @@ fn size_of(path: &str, value: &toml::Value) -> Result<u64, ConfigError> {
     }
 }
 
+/// What [`translate`] makes of a file or the variables.
+pub(super) struct Translated {
+    /// Our keys, to merge strictly.
+    pub table: toml::Table,
+    pub warnings: Vec<String>,
+    /// `http.tls.enabled = true`: refused if `[http]` is enabled once everything is merged.
+    pub asks_for_https: bool,
+}
+
+/// The refusal of HTTPS asked for on a served HTTP endpoint.
+pub(super) fn https_refusal() -> ConfigError {
+    ConfigError(
+        "http.tls.enabled = true asks for HTTPS, which this server's HTTP endpoint does not \
+         serve: refusing to start rather than serve it in clear text. Set http.tls.enabled = \
+         false, or http.enabled = false."
+            .into(),
+    )
+}
+
 /// Splits `overrides` (a config file, or variables turned into a table) into our keys, which
 /// stay for the strict merge, and upstream's, which are translated into ours here. Keys that
-/// are neither stay too, so the merge names them. `http_enabled` is what the configuration
-/// says of `[http] enabled` so far (HTTPS asked for on a served endpoint refuses the start).
-/// Returns the table to merge and the WARN lines.
+/// are neither stay too, so the merge names them.
 pub(super) fn translate(
     overrides: toml::Table,
     schema: &toml::Table,
-    http_enabled: bool,
-) -> Result<(toml::Table, Vec<String>), ConfigError> {
+) -> Result<Translated, ConfigError> {
     let mut all = Vec::new();
     leaves(&overrides, "", &mut all);
     let ours = |path: &str| {
@@ -349,7 +376,7 @@ pub(super) fn translate(
     let mut upstream: Vec<(String, toml::Value)> = Vec::new();
     for (path, value) in all {
         if ours(&path) || rule(&path).is_none() {
-            insert(&mut kept, &path, value);
+            insert(&mut kept, &path, value)?;
         } else {
             upstream.push((path, value));
         }
@@ -379,27 +406,14 @@ pub(super) fn translate(
                 .into(),
         ));
     }
-    let http_enabled = match value_of("http.enabled")
-        .or_else(|| overrides.get("http").and_then(|http| http.get("enabled")))
-    {
-        Some(value) => is_true(Some(value)),
-        None => http_enabled,
-    };
-    if is_true(value_of("http.tls.enabled")) && http_enabled {
-        return Err(ConfigError(
-            "http.tls.enabled = true asks for HTTPS, which this server's HTTP endpoint does not \
-             serve: refusing to start rather than serve it in clear text. Set http.tls.enabled \
-             = false, or http.enabled = false."
-                .into(),
-        ));
-    }
+    let asks_for_https = is_true(value_of("http.tls.enabled"));
     let tcp_override = is_true(value_of("tcp.socket.override_defaults"));
     let quic_override = is_true(value_of("quic.socket.override_defaults"));
     let mut quic_buffer = 0u64;
     for (path, value) in &upstream {
         match rule(path).expect("only upstream keys here") {
             Quiet => {}
-            Rename(ours) => insert(&mut kept, ours, value.clone()),
+            Rename(ours) => insert(&mut kept, ours, value.clone())?,
             Unsupported(default, what) => {
                 let default = if default.is_empty() {
                     PREFIX_DEFAULTS
@@ -417,7 +431,7 @@ pub(super) fn translate(
                 "http.tls.enabled" | "system.encryption.enabled" => {}
                 "tcp.socket.override_defaults" | "quic.socket.override_defaults" => {}
                 "tcp.socket.nodelay" if tcp_override => {
-                    insert(&mut kept, "tcp.nodelay", value.clone())
+                    insert(&mut kept, "tcp.nodelay", value.clone())?
                 }
                 "tcp.socket.keepalive" if tcp_override && is_true(Some(value)) => {
                     warn(path, value, "SO_KEEPALIVE is not set on client connections")
@@ -445,7 +459,7 @@ pub(super) fn translate(
                         value,
                         "log files rotate at logging.file.max_size (100 MiB by default)",
                     ),
-                    _ => insert(&mut kept, "logging.file.max_size", value.clone()),
+                    _ => insert(&mut kept, "logging.file.max_size", value.clone())?,
                 },
                 "system.logging.max_total_size" => {
                     let total = size_of(path, value)?;
@@ -462,13 +476,13 @@ pub(super) fn translate(
                         &mut kept,
                         "logging.file.max_files",
                         toml::Value::Integer(files),
-                    );
+                    )?;
                 }
                 "system.partition.enforce_fsync" if is_true(Some(value)) => insert(
                     &mut kept,
                     "system.partition.ack_mode",
                     toml::Value::String("fsync".into()),
-                ),
+                )?,
                 "websocket.enabled" if is_true(Some(value)) => {
                     let address = value_of("websocket.address")
                         .map_or_else(|| "127.0.0.1:8092".to_string(), ToString::to_string);
@@ -489,9 +503,13 @@ pub(super) fn translate(
             &mut kept,
             "quic.socket_buffer_size",
             toml::Value::Integer(quic_buffer.min(i64::MAX as u64) as i64),
-        );
+        )?;
     }
-    Ok((kept, warnings))
+    Ok(Translated {
+        table: kept,
+        warnings,
+        asks_for_https,
+    })
 }
 
 #[cfg(test)]
@@ -505,7 +523,7 @@ mod tests {
     }
 
     fn run(text: &str) -> Result<(toml::Table, Vec<String>), ConfigError> {
-        translate(text.parse().unwrap(), &schema(), true)
+        translate(text.parse().unwrap(), &schema()).map(|t| (t.table, t.warnings))
     }
 
     #[test]
@@ -541,8 +559,15 @@ mod tests {
             error.0.contains("encryption") && !error.0.contains("\"k\""),
             "{error}"
         );
-        assert!(run("[http.tls]\nenabled = true\n").is_err());
-        assert!(run("[http]\nenabled = false\n[http.tls]\nenabled = true\n").is_ok());
+        let https = |text: &str| {
+            translate(text.parse().unwrap(), &schema())
+                .unwrap()
+                .asks_for_https
+        };
+        assert!(https("[http.tls]\nenabled = true\n"));
+        assert!(!https("[http.tls]\nenabled = false\n"));
+        // A rename onto a value that is not a table is an error, not a panic.
+        assert!(run("[logging]\nfile = \"x\"\n[system.logging]\npath = \"l\"\n").is_err());
         assert!(run("[system.encryption]\nenabled = false\n").is_ok());
     }
 

@@ -5,8 +5,8 @@
 
 use super::v09;
 use super::{
-    BodyRefusal, MAX_IOVECS, Registration, ResponseFrame, SMALL_BODY_BYTES, admit_body, idle_limit,
-    is_stale, process_request, with_optional_timeout,
+    BodyRefusal, MAX_IOVECS, Registration, ResponseFrame, SMALL_BODY_BYTES, admit_body,
+    heartbeat_verified, idle_limit, is_stale, process_request, with_optional_timeout,
 };
 use crate::session::{Generation, Session};
 use crate::shard::Shard;
@@ -226,7 +226,9 @@ async fn finish<S: AsyncRead + AsyncWrite>(
                     chunks: vec![v09::stale_eviction()],
                     status: None,
                 };
-                let _ = write_frame(shard, &mut stream, eviction).await;
+                // Bounded: a peer that stopped reading must not hold its group membership.
+                let write = write_frame(shard, &mut stream, eviction);
+                let _ = compio::time::timeout(shard.shared.config.tcp.read_timeout.0, write).await;
             }
         }
         Stop::Error(error) => tracing::debug!(client_id, %peer, %error, "connection error"),
@@ -255,6 +257,7 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
         // heartbeat deadline when heartbeats are verified, and by limits.idle_timeout. Once its
         // first bytes arrive, the rest of the request has tcp.read_timeout.
         let idle_limit = idle_limit(shard, session, connected_at);
+        let heartbeat_bound = heartbeat_verified(shard, session);
         let header = {
             let shutdown = pin!(shard.shutdown_signal.recv_async());
             let read = pin!(read_header(stream, idle_limit, config.read_timeout.0));
@@ -266,6 +269,11 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
         let header = match header {
             Err(HeaderWait::Idle) if session.user_id.is_none() => return Stop::Timeout("login"),
             Err(HeaderWait::Idle) if is_stale(shard, session) => return Stop::Timeout(HEARTBEAT),
+            // The wait was bounded by a heartbeat deadline that no longer applies (a 0.9
+            // session whose group went away meanwhile): wait again, by the idle limit alone.
+            Err(HeaderWait::Idle) if heartbeat_bound && !heartbeat_verified(shard, session) => {
+                continue;
+            }
             Err(HeaderWait::Idle) => return Stop::Timeout("idle session"),
             Err(HeaderWait::Partial) => return Stop::Timeout("request header"),
             Err(HeaderWait::Io(error)) if error.kind() == io::ErrorKind::UnexpectedEof => {
@@ -534,7 +542,8 @@ pub(super) async fn read_payload<S: AsyncRead>(
     Ok(buffer)
 }
 
-/// Writes a whole response frame with one vectored write (header and payload together).
+/// Writes a whole response frame with one vectored write (header and payload together), or
+/// several when it has more than MAX_IOVECS pieces (a large 0.9 poll reply).
 /// TLS buffers what it encrypts, hence the flush (a no-op on a plain socket).
 async fn write_frame<S: AsyncWrite>(
     shard: &Shard,

@@ -66,7 +66,11 @@ pub async fn send(
         };
         Ok(PartitionKey::new(stream.id, topic.id, partition_id))
     })??;
-    let base_offset = route(shard, session, key)?.append(request.batch).await?;
+    let Some(base_offset) = route(shard, session, key)?.append(request.batch).await? else {
+        // Every message was a duplicate: acknowledged, nothing new to confirm (0.9 answers an
+        // empty confirmation, protocol-0.9.md 6.6).
+        return Ok(Response::Empty);
+    };
     Ok(Response::Sent {
         stream_id: key.stream_id,
         topic_id: key.topic_id,

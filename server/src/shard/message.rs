@@ -52,8 +52,8 @@ pub struct StoredOffset {
 pub enum PartitionCall {
     Append {
         batch: MessageBatch,
-        /// The offset of the batch's first message.
-        reply: Reply<u64>,
+        /// The offset of the batch's first message; None when deduplication dropped it all.
+        reply: Reply<Option<u64>>,
     },
     Poll {
         args: PollArgs,

@@ -337,28 +337,32 @@ impl LocalPartition {
     }
 
     /// Appends a batch; returns the offset of its first message. With deduplication on,
-    /// messages whose id the partition received lately are dropped first; a batch of nothing
-    /// but such messages stores nothing and answers the offset the next message will get.
-    pub async fn append(&self, batch: MessageBatch) -> Result<u64, ErrorCode> {
+    /// messages whose id the partition stored lately are dropped first, and a batch of nothing
+    /// but such messages stores nothing (None).
+    ///
+    /// Ids are remembered once their append is acknowledged in the partition's ack mode, never
+    /// before: a duplicate is dropped only when its original is stored as durably as the mode
+    /// promises, so a failed or slow original never takes a retry down with it. A resend that
+    /// races its still-unacknowledged original is stored too (a duplicate, never a loss).
+    pub async fn append(&self, batch: MessageBatch) -> Result<Option<u64>, ErrorCode> {
         let _shared = self.shared().await?;
         let timestamp = crate::time::now_micros();
         let storage = self.writable_storage().await?;
-        let (batch, admitted) = self.deduplicate(batch);
+        let (batch, ids) = self.drop_duplicates(batch);
         if batch.is_empty() {
-            return Ok(storage.next_offset());
+            return Ok(None);
         }
         let messages = u64::from(batch.count());
         let started = std::time::Instant::now();
-        let outcome = match storage.append(batch, timestamp).await {
-            Ok(outcome) => outcome,
-            Err(error) => {
-                // Not stored: a retry with the same ids must not be dropped as a duplicate.
-                if let Some(dedup) = &self.dedup {
-                    dedup.borrow_mut().forget(&admitted);
-                }
-                return Err(storage_error(error));
-            }
-        };
+        let outcome = storage
+            .append(batch, timestamp)
+            .await
+            .map_err(storage_error)?;
+        if let Some(dedup) = &self.dedup {
+            let mut dedup = dedup.borrow_mut();
+            let now = std::time::Instant::now();
+            ids.iter().for_each(|&id| dedup.remember(id, now));
+        }
         let metrics = &self.metrics;
         metrics.record_ack(self.storage().config().ack_mode, started.elapsed());
         metrics.appends.inc();
@@ -366,38 +370,39 @@ impl LocalPartition {
         self.counters.appends.inc();
         self.counters.appended_messages.add(messages);
         self.refresh_counters();
-        Ok(outcome.first_offset)
+        Ok(Some(outcome.first_offset))
     }
 
-    /// Drops the messages whose ids were received lately and remembers the others' ids;
-    /// returns the batch to store and the ids it admitted. Id 0 (the server assigns a random
-    /// one) is never a duplicate.
-    fn deduplicate(&self, batch: MessageBatch) -> (MessageBatch, Vec<u128>) {
+    /// Drops the messages whose ids the partition stored lately, and repeats of an id within
+    /// the batch; returns the batch to store and its ids, to remember once it is stored. Id 0
+    /// (the server assigns a random one) is never a duplicate.
+    fn drop_duplicates(&self, batch: MessageBatch) -> (MessageBatch, Vec<u128>) {
         let Some(dedup) = &self.dedup else {
             return (batch, Vec::new());
         };
         let mut dedup = dedup.borrow_mut();
         let now = std::time::Instant::now();
-        let mut admitted = Vec::with_capacity(batch.count() as usize);
+        let mut ids = Vec::with_capacity(batch.count() as usize);
+        let mut in_batch = std::collections::HashSet::new();
         let keep: Vec<bool> = batch
             .iter()
             .map(|message| {
                 let id = message.id();
-                let fresh = id == 0 || dedup.admit(id, now);
+                let fresh = id == 0 || (!dedup.contains(id, now) && in_batch.insert(id));
                 if fresh && id != 0 {
-                    admitted.push(id);
+                    ids.push(id);
                 }
                 fresh
             })
             .collect();
         let dropped = keep.iter().filter(|&&keep| !keep).count() as u64;
         if dropped == 0 {
-            return (batch, admitted);
+            return (batch, ids);
         }
         tracing::debug!(partition = %self.key, dropped, "dropped messages with duplicate ids");
         self.metrics.deduplicated_messages.add(dropped);
         self.counters.deduplicated_messages.add(dropped);
-        (batch.retain(&keep), admitted)
+        (batch.retain(&keep), ids)
     }
 
     pub async fn poll(&self, args: PollArgs) -> Result<Polled, ErrorCode> {

@@ -82,8 +82,9 @@ impl Target<'_> {
             .map_err(|_| ErrorCode::ShardCommunicationError)?
     }
 
-    /// Appends a batch; returns the offset of its first message.
-    pub async fn append(self, batch: MessageBatch) -> Result<u64, ErrorCode> {
+    /// Appends a batch; returns the offset of its first message, None when deduplication
+    /// dropped every message.
+    pub async fn append(self, batch: MessageBatch) -> Result<Option<u64>, ErrorCode> {
         match &self.route {
             Route::Local(partition) => partition.append(batch).await,
             Route::Remote(owner) => {
