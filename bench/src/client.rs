@@ -23,7 +23,7 @@
 use crate::error::{Error, Result};
 use bytes::{Bytes, BytesMut};
 use rill_core::frame::{RESPONSE_HEADER_SIZE, ResponseHeader, encode_request};
-use rill_core::message::{MessageBatch, MessageIter, OutgoingMessage, POLL_RESPONSE_HEADER_SIZE};
+use rill_core::message::{MessageBatch, MessageIter, OutgoingMessage};
 use rill_core::primitives::{CompressionAlgorithm, Identifier, Name, Partitioning, ShortString};
 use rill_core::requests::*;
 use rill_core::responses::{Stats, StreamDetails, TopicDetails};
@@ -560,25 +560,39 @@ fn valid_name(name: &str) -> Result<Name> {
     Name::new(name).map_err(|_| Error::Usage(format!("invalid name '{name}'")))
 }
 
-/// Reads a PollMessages response payload (protocol.md 6.5) and walks its messages by their
-/// header lengths, as the official SDK does.
-pub fn summarise_poll(payload: &[u8]) -> Result<PollSummary> {
+/// The 16-byte head both generations' poll replies start with, as an empty summary, and the
+/// bytes after it.
+fn poll_head(payload: &[u8]) -> Result<(PollSummary, &[u8])> {
     let decode = |error| Error::Decode("poll messages", error);
     let mut reader = Reader::new(payload);
     let partition_id = reader.u32("partition id").map_err(decode)?;
     let current_offset = reader.u64("current offset").map_err(decode)?;
     let _declared_count = reader.u32("messages count").map_err(decode)?;
-    let mut summary = PollSummary {
+    let summary = PollSummary {
         partition_id,
         current_offset,
         ..PollSummary::default()
     };
-    for message in MessageIter::new(&payload[POLL_RESPONSE_HEADER_SIZE..]) {
-        let message = message.map_err(decode)?;
-        summary.messages += 1;
-        summary.bytes += message.size() as u64;
-        summary.payload_bytes += message.payload().len() as u64;
-        summary.last_offset = Some(message.offset());
+    Ok((summary, reader.rest()))
+}
+
+impl PollSummary {
+    /// Counts one message: its stored size (64-byte header included), payload and offset.
+    fn count(&mut self, stored_bytes: usize, payload_bytes: usize, offset: u64) {
+        self.messages += 1;
+        self.bytes += stored_bytes as u64;
+        self.payload_bytes += payload_bytes as u64;
+        self.last_offset = Some(offset);
+    }
+}
+
+/// Reads a PollMessages response payload (protocol.md 6.5) and walks its messages by their
+/// header lengths, as the official SDK does.
+pub fn summarise_poll(payload: &[u8]) -> Result<PollSummary> {
+    let (mut summary, messages) = poll_head(payload)?;
+    for message in MessageIter::new(messages) {
+        let message = message.map_err(|error| Error::Decode("poll messages", error))?;
+        summary.count(message.size(), message.payload().len(), message.offset());
     }
     Ok(summary)
 }
@@ -587,23 +601,11 @@ pub fn summarise_poll(payload: &[u8]) -> Result<PollSummary> {
 /// their lengths, as the official SDK does. Bytes are counted as stored (64-byte headers), the
 /// same measure as a 0.8 poll's.
 pub fn summarise_v09_poll(body: &[u8]) -> Result<PollSummary> {
-    let decode = |error| Error::Decode("poll messages", error);
-    let mut reader = Reader::new(body);
-    let partition_id = reader.u32("partition id").map_err(decode)?;
-    let current_offset = reader.u64("current offset").map_err(decode)?;
-    let _declared_count = reader.u32("messages count").map_err(decode)?;
-    let mut summary = PollSummary {
-        partition_id,
-        current_offset,
-        ..PollSummary::default()
-    };
-    for frame in PolledFrames::new(reader.rest()) {
-        let frame = frame.map_err(decode)?;
-        summary.messages += 1;
-        summary.bytes +=
-            (V08_MESSAGE_HEADER + frame.payload.len() + frame.user_headers.len()) as u64;
-        summary.payload_bytes += frame.payload.len() as u64;
-        summary.last_offset = Some(frame.offset);
+    let (mut summary, batches) = poll_head(body)?;
+    for frame in PolledFrames::new(batches) {
+        let frame = frame.map_err(|error| Error::Decode("poll messages", error))?;
+        let stored = V08_MESSAGE_HEADER + frame.payload.len() + frame.user_headers.len();
+        summary.count(stored, frame.payload.len(), frame.offset);
     }
     Ok(summary)
 }

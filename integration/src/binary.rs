@@ -97,3 +97,34 @@ fn build_server() -> Result<(), String> {
         ))
     }
 }
+
+/// Runs the server binary to its exit, for starts that must be refused: working directory
+/// `dir`, data in `dir/data`, loopback ports of its own, root iggy/iggy, then `env` on top, and
+/// none of the test process's own `IGGY_*` variables. Returns whether it exited successfully
+/// and everything it printed (stdout, then stderr).
+pub fn run_to_exit(dir: &Path, env: &[(&str, &str)]) -> (bool, String) {
+    let mut command = Command::new(server_binary());
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("IGGY_") {
+            command.env_remove(key);
+        }
+    }
+    let output = command
+        .current_dir(dir)
+        .env("IGGY_SYSTEM_PATH", dir.join("data"))
+        .env("IGGY_TCP_ADDRESS", "127.0.0.1:0")
+        .env("IGGY_QUIC_ADDRESS", "127.0.0.1:0")
+        .env("IGGY_HTTP_ADDRESS", "127.0.0.1:0")
+        .env("IGGY_ROOT_USERNAME", "iggy")
+        .env("IGGY_ROOT_PASSWORD", "iggy")
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run iggy-server");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}

@@ -5,7 +5,7 @@
 //! (the default) a resent batch is stored twice.
 
 use iggy::prelude::*;
-use rill_integration::fixtures::{poll_from, test_messages};
+use rill_integration::fixtures::{poll_from, send_batch, test_messages};
 use rill_integration::http::metric_sum;
 use rill_integration::sdk::{create_stream, create_topic, id, root_client};
 use rill_integration::{ServerOptions, TestServer};
@@ -21,16 +21,15 @@ fn deduplicating(expiry: &str) -> ServerOptions {
 }
 
 async fn send(client: &IggyClient, tag: u32, start: u64, count: u64) {
-    let mut messages = test_messages(tag, start, count);
-    client
-        .send_messages(
-            &id(0),
-            &id(0),
-            &Partitioning::partition_id(0),
-            &mut messages,
-        )
-        .await
-        .expect("send");
+    let messages = test_messages(tag, start, count);
+    send_batch(
+        client,
+        &id(0),
+        &id(0),
+        &Partitioning::partition_id(0),
+        messages,
+    )
+    .await;
 }
 
 /// (offset, id) of everything partition 0 holds.

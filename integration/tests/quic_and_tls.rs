@@ -3,11 +3,10 @@
 //! misbehave do not disturb others; certificate problems stop the server with a clear message.
 
 use iggy::prelude::*;
-use rill_integration::binary::server_binary;
+use rill_integration::binary::run_to_exit;
 use rill_integration::fixtures::{expected_of, message_id, test_messages};
 use rill_integration::sdk::{create_stream, create_topic, id, named};
 use rill_integration::{ServerOptions, TestServer};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const OPTIONS: &str = "reconnection_retries=3&reconnection_interval=200ms";
@@ -284,26 +283,10 @@ fn certificate_problems_stop_the_start_with_a_clear_message() {
         ),
     ];
     for (env, expected) in cases {
-        let output = Command::new(server_binary())
-            .env("IGGY_SYSTEM_PATH", dir.path().join("data"))
-            .env("IGGY_TCP_ADDRESS", "127.0.0.1:0")
-            .env("IGGY_QUIC_ADDRESS", "127.0.0.1:0")
-            .env("IGGY_HTTP_ENABLED", "false")
-            .env("IGGY_ROOT_USERNAME", "iggy")
-            .env("IGGY_ROOT_PASSWORD", "iggy")
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .stdin(Stdio::null())
-            .output()
-            .expect("run iggy-server");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        assert!(
-            !output.status.success(),
-            "{env:?} must stop the start:\n{text}"
-        );
+        let mut all = vec![("IGGY_HTTP_ENABLED", "false")];
+        all.extend(env.iter().map(|(k, v)| (*k, v.as_str())));
+        let (started, text) = run_to_exit(dir.path(), &all);
+        assert!(!started, "{env:?} must stop the start:\n{text}");
         for needle in expected {
             assert!(text.contains(needle), "{env:?}: no {needle:?} in:\n{text}");
         }
@@ -492,20 +475,14 @@ fn a_second_server_on_a_taken_port_is_refused() {
         ),
         (server.tcp_address(), "127.0.0.1:0".to_string(), "TCP"),
     ] {
-        let output = Command::new(server_binary())
-            .env("IGGY_SYSTEM_PATH", dir.path().join("data"))
-            .env("IGGY_TCP_ADDRESS", &tcp)
-            .env("IGGY_QUIC_ADDRESS", &quic)
-            .env("IGGY_HTTP_ENABLED", "false")
-            .env("IGGY_ROOT_USERNAME", "iggy")
-            .env("IGGY_ROOT_PASSWORD", "iggy")
-            .stdin(Stdio::null())
-            .output()
-            .expect("run iggy-server");
-        let text = String::from_utf8_lossy(&output.stderr).to_string()
-            + &String::from_utf8_lossy(&output.stdout);
+        let env = [
+            ("IGGY_TCP_ADDRESS", tcp.as_str()),
+            ("IGGY_QUIC_ADDRESS", quic.as_str()),
+            ("IGGY_HTTP_ENABLED", "false"),
+        ];
+        let (started, text) = run_to_exit(dir.path(), &env);
         assert!(
-            !output.status.success(),
+            !started,
             "{needle}: a taken port must stop the start:\n{text}"
         );
         assert!(

@@ -6,12 +6,11 @@
 //! from the file and from the environment alike.
 
 use iggy::prelude::*;
-use rill_integration::binary::server_binary;
-use rill_integration::fixtures::{poll_from, test_messages};
+use rill_integration::binary::run_to_exit;
+use rill_integration::fixtures::{poll_from, send_batch, test_messages};
 use rill_integration::sdk::{create_stream, create_topic, id, root_client};
 use rill_integration::{ServerOptions, TestServer};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 fn upstream_defaults() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/upstream-0.8.0-defaults.toml")
@@ -33,16 +32,15 @@ async fn upstream_default_file_and_docker_variables_start_the_server() {
     let client = root_client(&server).await;
     create_stream(&client, "s").await;
     create_topic(&client, 0, "t", 1).await;
-    let mut messages = test_messages(1, 0, 5);
-    client
-        .send_messages(
-            &id(0),
-            &id(0),
-            &Partitioning::partition_id(0),
-            &mut messages,
-        )
-        .await
-        .expect("send");
+    let messages = test_messages(1, 0, 5);
+    send_batch(
+        &client,
+        &id(0),
+        &id(0),
+        &Partitioning::partition_id(0),
+        messages,
+    )
+    .await;
     assert_eq!(poll_from(&client, &id(0), &id(0), 0, 0, 10).await.len(), 5);
 
     let log = server.log();
@@ -80,37 +78,17 @@ fn start_expecting_refusal(file: Option<&str>, env: &[(&str, &str)]) -> String {
     start_in(&tempfile::tempdir().unwrap(), file, env)
 }
 
-/// Runs the server in `dir` (its working directory), which must refuse to start.
+/// Runs the server in `dir` (its working directory), which must refuse to start, storing
+/// nothing; returns what it printed.
 fn start_in(dir: &tempfile::TempDir, file: Option<&str>, env: &[(&str, &str)]) -> String {
-    let mut command = Command::new(server_binary());
-    command.current_dir(dir.path());
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("IGGY_") {
-            command.env_remove(key);
-        }
-    }
+    let path = dir.path().join("server.toml");
+    let mut env = env.to_vec();
     if let Some(text) = file {
-        let path = dir.path().join("server.toml");
         std::fs::write(&path, text).unwrap();
-        command.env("IGGY_CONFIG_PATH", &path);
+        env.push(("IGGY_CONFIG_PATH", path.to_str().unwrap()));
     }
-    let output = command
-        .env("IGGY_SYSTEM_PATH", dir.path().join("data"))
-        .env("IGGY_TCP_ADDRESS", "127.0.0.1:0")
-        .env("IGGY_QUIC_ADDRESS", "127.0.0.1:0")
-        .env("IGGY_HTTP_ADDRESS", "127.0.0.1:0")
-        .env("IGGY_ROOT_USERNAME", "iggy")
-        .env("IGGY_ROOT_PASSWORD", "iggy")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run iggy-server");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(!output.status.success(), "must not start:\n{text}");
+    let (started, text) = run_to_exit(dir.path(), &env);
+    assert!(!started, "must not start:\n{text}");
     assert!(
         !dir.path().join("data").join("state").exists(),
         "nothing stored before refusing: {text}"
