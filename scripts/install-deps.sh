@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 
 # hwlocality links libhwloc statically through pkg-config, which also pulls libudev.
 packages=(pkg-config libhwloc-dev libudev-dev)
+# The socket-option tests read the server's sockets with ss.
+packages+=(iproute2)
 # The official Python client's tests run it in a virtual environment.
 python3 -c "import ensurepip, venv" 2>/dev/null || packages+=(python3-venv)
 missing=()

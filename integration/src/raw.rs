@@ -164,6 +164,11 @@ impl RawClient {
         }
     }
 
+    /// The socket, for tests that read it their own way.
+    pub fn stream(&mut self) -> &mut TcpStream {
+        &mut self.stream
+    }
+
     /// Shuts down the sending half (the server sees EOF).
     pub fn shutdown_write(&mut self) {
         let _ = self.stream.shutdown(std::net::Shutdown::Write);

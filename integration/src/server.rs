@@ -126,6 +126,12 @@ impl TestServer {
         server
     }
 
+    /// Sets an environment variable for the next starts (after [`Self::stop`] or
+    /// [`Self::kill`]): a later value of the same name wins.
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.options.env.push((key.to_string(), value.to_string()));
+    }
+
     /// Starts with two shards and no extra settings.
     pub fn start_default() -> TestServer {
         Self::start(ServerOptions::default())

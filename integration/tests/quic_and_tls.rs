@@ -540,3 +540,131 @@ async fn official_cli_over_quic() {
     let client = rill_integration::sdk::root_client(&server).await;
     assert_eq!(client.get_streams().await.expect("streams").len(), 1);
 }
+
+/// `[tcp.socket]` (upstream's keys), read back from the server's end of a connection with `ss`.
+mod tcp_socket_options {
+    use rill_integration::raw::RawClient;
+    use rill_integration::{ServerOptions, TestServer};
+    use std::io::{ErrorKind, Read};
+    use std::net::SocketAddr;
+    use std::process::Command;
+    use std::time::{Duration, Instant};
+
+    /// The `ss` line of the server's side of the connection from `client`.
+    fn server_side(server: SocketAddr, client: SocketAddr) -> String {
+        let filter = format!(
+            "( sport = :{} and dport = :{} )",
+            server.port(),
+            client.port()
+        );
+        let output = Command::new("ss")
+            .args(["-tnmoH", "state", "established", &filter])
+            .output()
+            .expect("run ss (iproute2; scripts/install-deps.sh installs it)");
+        let text = String::from_utf8_lossy(&output.stdout).replace('\n', " ");
+        assert!(
+            output.status.success() && !text.trim().is_empty(),
+            "ss: {text}"
+        );
+        text
+    }
+
+    /// A number after `key` in an ss `skmem:(...)` list, e.g. `rb` in `rb204800`.
+    fn skmem(line: &str, key: &str) -> u64 {
+        let list = &line[line.find("skmem:(").expect("skmem in ss output")..];
+        list[7..]
+            .split([',', ')'])
+            .find_map(|item| item.strip_prefix(key)?.parse().ok())
+            .unwrap_or_else(|| panic!("{key} in {line}"))
+    }
+
+    /// The state of the server's end of the connection from `client`, if the kernel still has it.
+    fn server_state(server: SocketAddr, client: SocketAddr) -> Option<String> {
+        let filter = format!(
+            "( sport = :{} and dport = :{} )",
+            server.port(),
+            client.port()
+        );
+        let output = Command::new("ss")
+            .args(["-tanH", "state", "all", &filter])
+            .output()
+            .expect("run ss");
+        let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
+        (!text.is_empty()).then(|| text.split_whitespace().next().unwrap_or("").to_string())
+    }
+
+    /// Waits for the server to close the connection (the client never logs in, and the tests
+    /// set a 1 s `unauthenticated_timeout`). Returns whether the server's socket is then gone at
+    /// once (SO_LINGER 0 aborts it with a reset) rather than waiting in FIN-WAIT-2 for our FIN,
+    /// as an orderly close leaves it.
+    fn server_socket_is_aborted(mut client: RawClient, server: SocketAddr) -> bool {
+        let local = client.local_address();
+        let stream = client.stream();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut bytes = [0u8; 64];
+        loop {
+            match stream.read(&mut bytes) {
+                Ok(0) => break,
+                Ok(_) => continue,
+                Err(error) if error.kind() == ErrorKind::ConnectionReset => break,
+                Err(error) => panic!("unexpected read error: {error}"),
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if server_state(server, local).is_none() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    #[test]
+    fn applied_to_accepted_connections_when_override_defaults_is_on() {
+        let server = TestServer::start(
+            ServerOptions::new()
+                .env("IGGY_TCP_SOCKET_OVERRIDE_DEFAULTS", "true")
+                .env("IGGY_TCP_SOCKET_RECV_BUFFER_SIZE", "100 KiB")
+                .env("IGGY_TCP_SOCKET_SEND_BUFFER_SIZE", "150 KiB")
+                .env("IGGY_TCP_SOCKET_KEEPALIVE", "true")
+                .env("IGGY_TCP_SOCKET_LINGER", "0 s")
+                .env("IGGY_TCP_UNAUTHENTICATED_TIMEOUT", "1 s"),
+        );
+        let mut client = RawClient::connect(server.address());
+        client.assert_ping();
+        let line = server_side(server.address(), client.local_address());
+        // The kernel doubles what SO_RCVBUF / SO_SNDBUF ask for (socket(7)).
+        assert_eq!(skmem(&line, "rb"), 2 * 100 * 1024, "{line}");
+        assert_eq!(skmem(&line, "tb"), 2 * 150 * 1024, "{line}");
+        assert!(line.contains("timer:(keepalive"), "SO_KEEPALIVE: {line}");
+        let address = server.address();
+        assert!(
+            server_socket_is_aborted(client, address),
+            "SO_LINGER 0: the server's close aborts the connection"
+        );
+    }
+
+    #[test]
+    fn the_system_defaults_hold_without_override_defaults() {
+        let server = TestServer::start(
+            ServerOptions::new()
+                .env("IGGY_TCP_SOCKET_RECV_BUFFER_SIZE", "100 KiB")
+                .env("IGGY_TCP_SOCKET_KEEPALIVE", "true")
+                .env("IGGY_TCP_SOCKET_LINGER", "0 s")
+                .env("IGGY_TCP_UNAUTHENTICATED_TIMEOUT", "1 s"),
+        );
+        let mut client = RawClient::connect(server.address());
+        client.assert_ping();
+        let line = server_side(server.address(), client.local_address());
+        assert_ne!(skmem(&line, "rb"), 2 * 100 * 1024, "{line}");
+        assert!(!line.contains("keepalive"), "{line}");
+        let address = server.address();
+        assert!(
+            !server_socket_is_aborted(client, address),
+            "an orderly close, without linger"
+        );
+    }
+}

@@ -5,11 +5,17 @@
 //! partitions keep working, writes resume when the fault clears, data is consistent after a
 //! restart, and after a failed fsync the data it covered is never acknowledged or shown as
 //! durable (it is cut, not resurrected).
+//!
+//! Bit rot: a byte flipped in a stored message is caught by its checksum, on every poll from disk
+//! (`verify_checksums_on_read`, on by default) and by the opt-in boot scan
+//! (`verify_checksums_at_boot`); the message is never served, the refusal is error 4027 and
+//! `iggy_checksum_mismatches_total` counts it.
 
 use bytes::Bytes;
 use iggy::prelude::*;
-use rill_integration::fixtures::{message_id, poll_partition, test_messages};
-use rill_integration::sdk::{create_stream, id, root_client};
+use rill_integration::fixtures::{message_id, poll_partition, send_batch, test_messages};
+use rill_integration::http::metric_sum;
+use rill_integration::sdk::{create_stream, create_topic, id, root_client};
 use rill_integration::{ServerOptions, TestServer};
 use std::path::{Path, PathBuf};
 
@@ -284,5 +290,142 @@ async fn a_failed_fsync_is_never_acknowledged_and_its_data_is_not_kept() {
         0,
         &p0,
         "after sending again",
+    );
+}
+
+/// InvalidMessageChecksum: a poll whose first message does not match its checksum.
+const INVALID_CHECKSUM: u32 = 4027;
+
+/// Flips one payload byte of the message at `offset` in partition 0 of stream 0, topic 0.
+fn flip_payload_byte(data: &Path, offset: u64) {
+    let dir = data.join("streams/0/topics/0/partitions/0");
+    let log = dir.join("00000000000000000000.log");
+    let mut bytes = std::fs::read(&log).expect("read the segment");
+    let mut position = 0;
+    for current in 0.. {
+        let header = &bytes[position..position + 64];
+        let field = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().unwrap());
+        let size = 64 + field(48) as usize + field(52) as usize;
+        if current == offset {
+            bytes[position + 64 + 2] ^= 0x01;
+            break;
+        }
+        position += size;
+    }
+    std::fs::write(&log, bytes).expect("write the segment");
+}
+
+async fn poll_at(
+    client: &IggyClient,
+    offset: u64,
+    count: u32,
+) -> Result<Vec<IggyMessage>, IggyError> {
+    client
+        .poll_messages(
+            &id(0),
+            &id(0),
+            Some(0),
+            &Consumer::new(id(7)),
+            &PollingStrategy::offset(offset),
+            count,
+            false,
+        )
+        .await
+        .map(|polled| polled.messages)
+}
+
+fn checksum_options() -> ServerOptions {
+    ServerOptions::new()
+        .env("IGGY_HTTP_ENABLED", "true")
+        .env("IGGY_HTTP_ADDRESS", "127.0.0.1:0")
+}
+
+#[tokio::test]
+async fn a_flipped_bit_is_never_served_and_the_boot_scan_reports_it() {
+    let mut server = TestServer::start(checksum_options());
+    let client = root_client(&server).await;
+    create_stream(&client, "s").await;
+    create_topic(&client, 0, "t", 1).await;
+    send_batch(
+        &client,
+        &id(0),
+        &id(0),
+        &Partitioning::partition_id(0),
+        test_messages(1, 0, 20),
+    )
+    .await;
+    drop(client);
+    server.stop();
+    flip_payload_byte(&server.data_path(), 7);
+
+    server.set_env("IGGY_SYSTEM_PARTITION_VERIFY_CHECKSUMS_AT_BOOT", "true");
+    server.start_again();
+    let http = server.http_address().expect("the HTTP endpoint listens");
+    let log = server.log();
+    assert!(
+        log.contains("checksum scan found corrupted messages") && log.contains("offset=7"),
+        "the boot scan names the broken message: {}",
+        server.log_tail()
+    );
+    assert_eq!(metric_sum(http, "iggy_checksum_mismatches_total"), 1.0);
+
+    let client = root_client(&server).await;
+    // A poll stops before the broken message; a poll from it is refused; later ones are served.
+    let first = poll_at(&client, 0, 20).await.expect("poll from 0");
+    assert_eq!(
+        first
+            .iter()
+            .map(|message| message.header.offset)
+            .collect::<Vec<_>>(),
+        (0..7).collect::<Vec<u64>>()
+    );
+    for _ in 0..2 {
+        let refused = poll_at(&client, 7, 20)
+            .await
+            .expect_err("the broken message");
+        assert_eq!(refused.as_code(), INVALID_CHECKSUM, "{refused}");
+    }
+    let rest = poll_at(&client, 8, 20).await.expect("poll from 8");
+    assert_eq!(rest.len(), 12);
+    assert_eq!(rest[0].header.offset, 8);
+    assert_eq!(metric_sum(http, "iggy_checksum_mismatches_total"), 3.0);
+    let log = server.log();
+    assert_eq!(
+        log.matches("stored message is corrupted").count(),
+        1,
+        "a consumer retrying the same message is logged once"
+    );
+    // Nothing was removed: the other partitions' data and this one's count are whole.
+    let topic = client.get_topic(&id(0), &id(0)).await.unwrap().unwrap();
+    assert_eq!(topic.messages_count, 20);
+}
+
+#[tokio::test]
+async fn without_verification_the_flipped_bit_would_reach_the_consumer() {
+    let mut server = TestServer::start(
+        ServerOptions::new().env("IGGY_SYSTEM_PARTITION_VERIFY_CHECKSUMS_ON_READ", "none"),
+    );
+    let client = root_client(&server).await;
+    create_stream(&client, "s").await;
+    create_topic(&client, 0, "t", 1).await;
+    send_batch(
+        &client,
+        &id(0),
+        &id(0),
+        &Partitioning::partition_id(0),
+        test_messages(1, 0, 10),
+    )
+    .await;
+    drop(client);
+    server.stop();
+    flip_payload_byte(&server.data_path(), 3);
+    server.start_again();
+    let client = root_client(&server).await;
+    let served = poll_at(&client, 3, 1).await.expect("served unchecked");
+    let expected = &test_messages(1, 3, 1)[0];
+    assert_eq!(served.len(), 1);
+    assert_ne!(
+        served[0].payload, expected.payload,
+        "the corrupted payload is what a consumer gets when reads are not verified"
     );
 }

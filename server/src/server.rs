@@ -496,7 +496,7 @@ fn shard_main(
                     compio::time::sleep(Duration::from_millis(5)).await;
                 }
             };
-            let listener = crate::frontend::tcp::bind(address)
+            let listener = crate::frontend::tcp::bind(address, &shared.config.tcp.socket)
                 .await
                 .map_err(|error| format!("cannot listen on {address}: {error}"))?;
             let bound = listener.local_addr().map_err(|error| error.to_string())?;

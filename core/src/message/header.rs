@@ -172,6 +172,16 @@ impl<'a> MessageView<'a> {
         })
     }
 
+    /// The size a message header at the start of `bytes` declares (header, payload and user
+    /// headers), without checking that the bytes hold it; None if no header fits.
+    pub fn declared_size(bytes: &[u8]) -> Option<u64> {
+        (bytes.len() >= HEADER_SIZE).then(|| {
+            HEADER_SIZE as u64
+                + u64::from(read_u32(bytes, PAYLOAD_LENGTH))
+                + u64::from(read_u32(bytes, USER_HEADERS_LENGTH))
+        })
+    }
+
     /// The whole message: header, payload, user headers.
     pub fn as_bytes(&self) -> &'a [u8] {
         self.bytes

@@ -76,6 +76,8 @@ pub struct PartitionDefaults {
     pub ack_mode_overrides: Vec<AckModeOverride>,
     pub messages_required_to_save: u64,
     pub size_of_messages_required_to_save: ByteSize,
+    pub verify_checksums_on_read: crate::storage::ChecksumReads,
+    pub verify_checksums_at_boot: bool,
 }
 
 /// One `"stream/topic=mode"` entry of `ack_mode_overrides`.
@@ -186,7 +188,19 @@ pub struct TcpConfig {
     pub max_send_messages_size: ByteSize,
     pub unauthenticated_timeout: HumanDuration,
     pub read_timeout: HumanDuration,
+    pub socket: TcpSocketConfig,
     pub tls: TlsConfig,
+}
+
+/// `[tcp.socket]`: options of accepted connections, when `override_defaults` is on.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpSocketConfig {
+    pub override_defaults: bool,
+    pub recv_buffer_size: ByteSize,
+    pub send_buffer_size: ByteSize,
+    pub keepalive: bool,
+    pub linger: HumanDuration,
 }
 
 /// `[limits]`: what one client, one address, one user and all of them together may hold.

@@ -77,7 +77,7 @@ const KEYS: &[(&str, Rule)] = &[
         ),
     ),
     ("tcp.ipv6", Quiet),
-    ("tcp.socket.", Special),
+    ("tcp.socket.nodelay", Special),
     ("quic.datagram_send_buffer_size", Quiet),
     ("quic.socket.", Special),
     ("message_saver.enforce_fsync", Quiet),
@@ -151,10 +151,7 @@ const KEYS: &[(&str, Rule)] = &[
     ("system.partition.enforce_fsync", Special),
     (
         "system.partition.validate_checksum",
-        Unsupported(
-            "false",
-            "checksums are checked only for the tail of a log after an unclean stop",
-        ),
+        Rename("system.partition.verify_checksums_at_boot"),
     ),
     ("system.segment.archive_expired", Quiet),
     (
@@ -372,6 +369,10 @@ pub(super) fn translate(
         }
         false
     };
+    // Ours since [tcp.socket] is applied here, and what decides upstream's tcp.socket.nodelay.
+    let tcp_override = all
+        .iter()
+        .any(|(path, value)| path == "tcp.socket.override_defaults" && is_true(Some(value)));
     let mut kept = toml::Table::new();
     let mut upstream: Vec<(String, toml::Value)> = Vec::new();
     for (path, value) in all {
@@ -407,7 +408,6 @@ pub(super) fn translate(
         ));
     }
     let asks_for_https = is_true(value_of("http.tls.enabled"));
-    let tcp_override = is_true(value_of("tcp.socket.override_defaults"));
     let quic_override = is_true(value_of("quic.socket.override_defaults"));
     let mut quic_buffer = 0u64;
     for (path, value) in &upstream {
@@ -429,23 +429,9 @@ pub(super) fn translate(
             }
             Special => match path.as_str() {
                 "http.tls.enabled" | "system.encryption.enabled" => {}
-                "tcp.socket.override_defaults" | "quic.socket.override_defaults" => {}
+                "quic.socket.override_defaults" => {}
                 "tcp.socket.nodelay" if tcp_override => {
                     insert(&mut kept, "tcp.nodelay", value.clone())?
-                }
-                "tcp.socket.keepalive" if tcp_override && is_true(Some(value)) => {
-                    warn(path, value, "SO_KEEPALIVE is not set on client connections")
-                }
-                "tcp.socket.recv_buffer_size"
-                | "tcp.socket.send_buffer_size"
-                | "tcp.socket.linger"
-                    if tcp_override =>
-                {
-                    warn(
-                        path,
-                        value,
-                        "client sockets keep the system's buffer sizes and linger",
-                    )
                 }
                 "quic.socket.recv_buffer_size" | "quic.socket.send_buffer_size"
                     if quic_override =>
@@ -575,14 +561,20 @@ mod tests {
     fn socket_options_follow_override_defaults_and_fsync_maps_to_the_ack_mode() {
         let (kept, _) = run("[tcp.socket]\nnodelay = false\n").unwrap();
         assert!(
-            kept.get("tcp").is_none(),
+            kept.get("tcp").and_then(|tcp| tcp.get("nodelay")).is_none(),
             "ignored without override_defaults"
         );
         let (kept, warnings) =
             run("[tcp.socket]\noverride_defaults = true\nnodelay = false\nlinger = \"1 s\"\n")
                 .unwrap();
         assert_eq!(kept["tcp"]["nodelay"].as_bool(), Some(false));
-        assert_eq!(warnings.len(), 1);
+        // The other [tcp.socket] keys are ours: kept as they are, applied, no warning.
+        assert_eq!(kept["tcp"]["socket"]["linger"].as_str(), Some("1 s"));
+        assert_eq!(
+            kept["tcp"]["socket"]["override_defaults"].as_bool(),
+            Some(true)
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
         let (kept, _) = run(
             "[quic.socket]\noverride_defaults = true\nrecv_buffer_size = \"1 MB\"\nsend_buffer_size = \"64 KB\"\n",
         )

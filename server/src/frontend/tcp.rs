@@ -8,6 +8,7 @@ use super::{
     BodyRefusal, MAX_IOVECS, Registration, ResponseFrame, SMALL_BODY_BYTES, admit_body,
     heartbeat_verified, idle_limit, is_stale, process_request, with_optional_timeout,
 };
+use crate::config::TcpSocketConfig;
 use crate::session::{Generation, Session};
 use crate::shard::Shard;
 use crate::shard::message::ShardMessage;
@@ -33,7 +34,7 @@ use std::time::{Duration, Instant};
 /// grows to the largest small body the connection sends (see [`SMALL_BODY_BYTES`]).
 const MIN_READ_BUFFER_BYTES: usize = 4096;
 
-pub async fn bind(address: SocketAddr) -> io::Result<TcpListener> {
+pub async fn bind(address: SocketAddr, options: &TcpSocketConfig) -> io::Result<TcpListener> {
     let socket = if address.is_ipv4() {
         TcpSocket::new_v4().await?
     } else {
@@ -41,8 +42,27 @@ pub async fn bind(address: SocketAddr) -> io::Result<TcpListener> {
     };
     socket.set_reuseport(true)?;
     socket.set_reuseaddr(true)?;
+    if options.override_defaults {
+        set_options(&socket, options)?;
+    }
     socket.bind(address).await?;
     socket.listen(1024).await
+}
+
+/// `[tcp.socket]` on the listening socket, before `listen`: accepted connections inherit the
+/// options, and a receive buffer set before the handshake also sizes the window scale offered.
+fn set_options(socket: &TcpSocket, options: &TcpSocketConfig) -> io::Result<()> {
+    use nix::sys::socket::{setsockopt, sockopt};
+    let size = |size: u64| usize::try_from(size).unwrap_or(usize::MAX);
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: i32::try_from(options.linger.0.as_secs()).unwrap_or(i32::MAX),
+    };
+    setsockopt(socket, sockopt::RcvBuf, &size(options.recv_buffer_size.0))?;
+    setsockopt(socket, sockopt::SndBuf, &size(options.send_buffer_size.0))?;
+    setsockopt(socket, sockopt::KeepAlive, &options.keepalive)?;
+    setsockopt(socket, sockopt::Linger, &linger)?;
+    Ok(())
 }
 
 /// Accepts connections until shutdown, spawning one task per connection.

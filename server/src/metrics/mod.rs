@@ -271,6 +271,8 @@ pub struct ShardMetrics {
     pub appended_messages: Counter,
     /// Messages dropped as duplicates (`[system.message_deduplication]`).
     pub deduplicated_messages: Counter,
+    /// Stored messages found not to match their checksum (refused polls, the boot scan).
+    pub checksum_mismatches: Counter,
     pub polls: Counter,
     pub polled_messages: Counter,
     /// µs until an append was acknowledged, by ack mode ([`ACK_MODES`]).
@@ -319,6 +321,7 @@ impl Default for ShardMetrics {
             appends: Counter::default(),
             appended_messages: Counter::default(),
             deduplicated_messages: Counter::default(),
+            checksum_mismatches: Counter::default(),
             polls: Counter::default(),
             polled_messages: Counter::default(),
             ack_latency: Default::default(),
@@ -429,6 +432,7 @@ impl Metrics {
                 appends: shard.appends.get(),
                 appended_messages: shard.appended_messages.get(),
                 deduplicated_messages: shard.deduplicated_messages.get(),
+                checksum_mismatches: shard.checksum_mismatches.get(),
                 polls: shard.polls.get(),
                 polled_messages: shard.polled_messages.get(),
                 written_bytes: shard.written_bytes.get(),
@@ -482,6 +486,7 @@ pub struct ShardSnapshot {
     pub appends: u64,
     pub appended_messages: u64,
     pub deduplicated_messages: u64,
+    pub checksum_mismatches: u64,
     pub polls: u64,
     pub polled_messages: u64,
     pub written_bytes: u64,

@@ -86,6 +86,7 @@ impl SharedState {
             message_expiry: (message_expiry != u64::MAX)
                 .then(|| std::time::Duration::from_micros(message_expiry)),
             max_size_bytes: (max_topic_size != u64::MAX).then_some(max_topic_size),
+            checksum_reads: system.partition.verify_checksums_on_read,
             ..PartitionConfig::default()
         }
     }
@@ -214,6 +215,9 @@ impl Shard {
             dedup,
         )
         .await?;
+        if self.shared.config.system.partition.verify_checksums_at_boot {
+            partition.scan_checksums().await;
+        }
         self.partitions.borrow_mut().insert(key, Rc::new(partition));
         self.shared
             .shards_table

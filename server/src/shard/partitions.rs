@@ -47,11 +47,65 @@ pub struct LocalPartition {
     closed: Cell<bool>,
     /// The ids received lately, with `[system.message_deduplication]` on.
     dedup: Option<RefCell<Deduplicator>>,
+    /// The offset of the last checksum mismatch logged at ERROR: a consumer retrying the same
+    /// broken message is counted every time but logged once.
+    reported_mismatch: Cell<Option<u64>>,
 }
 
 fn storage_error(error: storage::StorageError) -> ErrorCode {
     tracing::warn!(%error, "storage operation failed");
     error.code()
+}
+
+impl LocalPartition {
+    /// `verify_checksums_at_boot`: reads every written message back and checks its checksum.
+    /// Mismatches are logged and counted; nothing is removed (the read path refuses them).
+    pub async fn scan_checksums(&self) {
+        let started = std::time::Instant::now();
+        match self.storage().scan_checksums().await {
+            Ok(scan) => {
+                for mismatch in scan.mismatches.iter().take(10) {
+                    tracing::error!(
+                        partition = %self.key,
+                        offset = mismatch.offset,
+                        file = %mismatch.path.display(),
+                        "stored message does not match its checksum"
+                    );
+                }
+                self.metrics
+                    .checksum_mismatches
+                    .add(scan.mismatches.len() as u64);
+                let took_ms = started.elapsed().as_millis() as u64;
+                if scan.mismatches.is_empty() {
+                    tracing::info!(partition = %self.key, messages = scan.messages, bytes = scan.bytes, took_ms, "checksums verified");
+                } else {
+                    tracing::error!(partition = %self.key, messages = scan.messages, mismatches = scan.mismatches.len(), took_ms, "checksum scan found corrupted messages; polls of them are refused");
+                }
+            }
+            Err(error) => {
+                tracing::error!(partition = %self.key, %error, "checksum scan could not read the partition")
+            }
+        }
+    }
+
+    /// Maps a read's storage error to its status; a checksum mismatch is counted and logged.
+    fn read_error(&self, error: storage::StorageError) -> ErrorCode {
+        let storage::StorageError::ChecksumMismatch { offset, .. } = &error else {
+            return storage_error(error);
+        };
+        self.metrics.checksum_mismatches.inc();
+        if self.reported_mismatch.replace(Some(*offset)) == Some(*offset) {
+            tracing::debug!(partition = %self.key, %error, "poll refused again");
+        } else {
+            tracing::error!(
+                partition = %self.key,
+                %error,
+                "stored message is corrupted: polls from its offset are refused with \
+                 InvalidMessageChecksum until it is deleted (segment retention or purge)"
+            );
+        }
+        error.code()
+    }
 }
 
 fn offset_file(dir: &Path, consumer: ConsumerKey) -> PathBuf {
@@ -115,6 +169,7 @@ impl LocalPartition {
             gate: async_lock::RwLock::new(()),
             closed: Cell::new(false),
             dedup: dedup.map(RefCell::new),
+            reported_mismatch: Cell::new(None),
         };
         partition.load_offsets().await;
         partition.refresh_counters();
@@ -597,7 +652,7 @@ impl LocalPartition {
             .storage()
             .read(start.max(first), count)
             .await
-            .map_err(storage_error)?;
+            .map_err(|error| self.read_error(error))?;
         polled.count = read.count;
         polled.chunks = read.bytes;
         if auto_commit

@@ -53,6 +53,21 @@ impl FromStr for AckMode {
     }
 }
 
+/// Which reads check each message's checksum before serving it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChecksumReads {
+    /// Never: what recovery and the append path checked is trusted.
+    None,
+    /// Bytes read from segment files: a bit flipped on the device or in the page cache is
+    /// caught there, and the cost (XXH3 runs far faster than the device reads) stays small.
+    #[default]
+    Disk,
+    /// Also bytes still in memory (staging, the memory-mode journal), which this process
+    /// checksummed itself moments ago.
+    All,
+}
+
 /// Upstream caps segments at 1 GiB; index positions are u32, so segment plus one batch must
 /// stay below 4 GiB.
 pub const MAX_SEGMENT_SIZE_BYTES: u64 = 1 << 30;
@@ -88,6 +103,8 @@ pub struct PartitionConfig {
     pub max_read_bytes: u64,
     /// Largest step by which a segment file is preallocated (fallocate) ahead of the writes.
     pub preallocate_chunk_bytes: u64,
+    /// Which reads verify checksums.
+    pub checksum_reads: ChecksumReads,
 }
 
 impl Default for PartitionConfig {
@@ -104,6 +121,7 @@ impl Default for PartitionConfig {
             max_unwritten_bytes: 64 << 20,
             max_read_bytes: 16 << 20,
             preallocate_chunk_bytes: 64 << 20,
+            checksum_reads: ChecksumReads::default(),
         }
     }
 }

@@ -67,6 +67,12 @@ pub enum StorageError {
         position: u64,
         reason: &'static str,
     },
+    /// A stored message's checksum does not match its bytes: the message is not served.
+    ChecksumMismatch {
+        path: PathBuf,
+        position: u64,
+        offset: u64,
+    },
     /// `open` was given a directory that does not exist.
     NotFound(PathBuf),
     /// `create` was given a directory that already holds segments.
@@ -104,6 +110,7 @@ impl StorageError {
             StorageError::InvalidBatch(_) => ErrorCode::InvalidMessagesCount,
             StorageError::BatchTooLarge { .. } => ErrorCode::InvalidMessagesSize,
             StorageError::Corrupted { .. } => ErrorCode::CannotReadMessage,
+            StorageError::ChecksumMismatch { .. } => ErrorCode::InvalidMessageChecksum,
             StorageError::NotFound(_) => ErrorCode::PartitionNotFound,
             StorageError::AlreadyExists(_) => ErrorCode::CannotCreatePartition,
             StorageError::Closed => ErrorCode::SegmentClosed,
@@ -141,6 +148,15 @@ impl fmt::Display for StorageError {
             } => write!(
                 f,
                 "corrupted data in {} at byte {position}: {reason}",
+                path.display()
+            ),
+            StorageError::ChecksumMismatch {
+                path,
+                position,
+                offset,
+            } => write!(
+                f,
+                "message at offset {offset} (byte {position} of {}) does not match its checksum",
                 path.display()
             ),
             StorageError::NotFound(path) => {

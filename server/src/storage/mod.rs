@@ -204,12 +204,15 @@ mod pool;
 mod segment;
 mod wait;
 
-pub use config::{AckMode, MAX_BATCH_BYTES, MAX_SEGMENT_SIZE_BYTES, PartitionConfig};
+pub use config::{
+    AckMode, ChecksumReads, MAX_BATCH_BYTES, MAX_SEGMENT_SIZE_BYTES, PartitionConfig,
+};
 pub use error::{IoOperation, StorageError};
 pub use fault::FAULT_FILE_ENV;
 pub use index::{INDEX_ENTRY_SIZE, IndexEntry};
 pub use partition::{
-    AppendOutcome, Partition, PartitionStats, ReadOutcome, RecoveryReport, RetentionOutcome,
+    AppendOutcome, ChecksumScan, Mismatch, Partition, PartitionStats, ReadOutcome, RecoveryReport,
+    RetentionOutcome,
 };
 pub use pool::{
     AlignedBuf, BLOCK_SIZE, BufferPool, MAX_CLASS_BYTES, MIN_CLASS_BYTES, PoolStats, PooledBuf,

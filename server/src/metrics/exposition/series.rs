@@ -115,6 +115,11 @@ const SHARD_SERIES: &[Series<ShardSnapshot>] = &[
         |s| s.deduplicated_messages,
     ),
     counter_of(
+        "iggy_checksum_mismatches",
+        "Stored messages that did not match their checksum ([system.partition] verify_checksums_on_read and verify_checksums_at_boot): refused polls and messages found by the boot scan, on the partitions a shard owns.",
+        |s| s.checksum_mismatches,
+    ),
+    counter_of(
         "iggy_polls",
         "Polls executed on the partitions a shard owns.",
         |s| s.polls,

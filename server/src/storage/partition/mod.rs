@@ -10,6 +10,7 @@ mod lifecycle;
 mod outcome;
 mod read;
 mod retention;
+mod scan;
 mod state;
 mod writer;
 
@@ -22,6 +23,7 @@ use std::path::Path;
 use std::rc::Rc;
 
 pub use outcome::{AppendOutcome, PartitionStats, ReadOutcome, RecoveryReport, RetentionOutcome};
+pub use scan::{ChecksumScan, Mismatch};
 
 /// A partition log owned by one shard. Share it as `Rc<Partition>`: every method takes `&self`.
 ///

@@ -4,6 +4,7 @@
 use super::Partition;
 use super::outcome::ReadOutcome;
 use super::state::{Inner, State};
+use crate::storage::config::ChecksumReads;
 use crate::storage::error::StorageError;
 use crate::storage::file::DirectFile;
 use crate::storage::index::{INDEX_ENTRY_SIZE, IndexEntry};
@@ -45,13 +46,21 @@ impl Partition {
                 break;
             }
             let total_before = total;
+            let verify_disk = inner.config.checksum_reads != ChecksumReads::None;
+            let verify_memory = inner.config.checksum_reads == ChecksumReads::All;
+            let mut broken = false;
             for piece in pieces {
-                let (first_offset, bytes) = match piece {
+                let (first_offset, bytes, checked) = match piece {
                     ReadPiece::Memory(bytes) => {
                         let first = MessageView::parse(&bytes)
                             .map(|message| message.offset())
                             .unwrap_or_default();
-                        (first, bytes)
+                        let checked = if verify_memory {
+                            check_stored(&bytes, first, &inner.dir, 0, true)?
+                        } else {
+                            Checked::whole(&bytes)
+                        };
+                        (first, bytes, checked)
                     }
                     ReadPiece::Disk {
                         files,
@@ -60,8 +69,14 @@ impl Partition {
                         first_offset,
                     } => {
                         let bytes = files.log.read_range(start, end).await?;
-                        check_stored(&bytes, first_offset, files.log.path(), start)?;
-                        (first_offset, bytes)
+                        let checked = check_stored(
+                            &bytes,
+                            first_offset,
+                            files.log.path(),
+                            start,
+                            verify_disk,
+                        )?;
+                        (first_offset, bytes, checked)
                     }
                     ReadPiece::DiskIndexed {
                         files,
@@ -69,20 +84,34 @@ impl Partition {
                         count,
                         first_offset,
                     } => {
-                        let bytes = read_with_disk_index(
+                        let (bytes, checked) = read_with_disk_index(
                             &files,
                             relative,
                             count,
                             budget,
                             total == 0,
                             first_offset,
+                            verify_disk,
                         )
                         .await?;
-                        (first_offset, bytes)
+                        (first_offset, bytes, checked)
+                    }
+                };
+                // A message that fails its checksum is never served: the read ends before it,
+                // and fails only when it is the first message asked for.
+                let bytes = match checked.mismatch {
+                    None => bytes,
+                    Some(mismatch) if total == 0 && checked.good == 0 => return Err(mismatch),
+                    Some(_) => {
+                        broken = true;
+                        bytes.slice(..checked.good)
                     }
                 };
                 let count = MessageIter::new(&bytes).count() as u64;
                 if count == 0 {
+                    if broken {
+                        break;
+                    }
                     continue;
                 }
                 if total == 0 {
@@ -93,6 +122,12 @@ impl Partition {
                 remaining -= count;
                 budget = budget.saturating_sub(bytes.len() as u64);
                 outcome.bytes.push(bytes);
+                if broken {
+                    break;
+                }
+            }
+            if broken {
+                break;
             }
             next = outcome.last_offset + 1;
             // Stop when the plan is done, the count or byte budget is used up, or the last
@@ -299,7 +334,8 @@ pub(super) async fn read_with_disk_index(
     budget: u64,
     at_least_one: bool,
     first_offset: u64,
-) -> Result<Bytes, StorageError> {
+    verify_checksums: bool,
+) -> Result<(Bytes, Checked), StorageError> {
     // Every message is at least a header, so no more than this many can fit the budget.
     let count = count.min(budget / HEADER_SIZE as u64 + 1).max(1);
     let first_entry = relative.saturating_sub(1);
@@ -339,7 +375,7 @@ pub(super) async fn read_with_disk_index(
     }
     if take == 0 {
         if !at_least_one {
-            return Ok(Bytes::new());
+            return Ok((Bytes::new(), Checked::whole(&[])));
         }
         take = 1;
     }
@@ -348,21 +384,60 @@ pub(super) async fn read_with_disk_index(
         return Err(corrupted("index positions do not increase"));
     }
     let bytes = files.log.read_range(start, end).await?;
-    check_stored(&bytes, first_offset, files.log.path(), start)?;
-    Ok(bytes)
+    let checked = check_stored(
+        &bytes,
+        first_offset,
+        files.log.path(),
+        start,
+        verify_checksums,
+    )?;
+    Ok((bytes, checked))
 }
 
-/// Checks bytes read from disk: whole messages with consecutive offsets from `first_offset`.
+/// What checking read bytes found: how many leading bytes hold messages that may be served,
+/// and the checksum mismatch that ended them, if one did.
+pub(super) struct Checked {
+    pub(super) good: usize,
+    pub(super) mismatch: Option<StorageError>,
+}
+
+impl Checked {
+    pub(super) fn whole(bytes: &[u8]) -> Checked {
+        Checked {
+            good: bytes.len(),
+            mismatch: None,
+        }
+    }
+}
+
+/// Checks read bytes: whole messages with consecutive offsets from `first_offset` (anything
+/// else means the index and the log disagree: an error), and, when asked, each message's
+/// checksum (the first mismatch ends the good bytes).
 pub(super) fn check_stored(
     bytes: &[u8],
     first_offset: u64,
     path: &Path,
     position: u64,
-) -> Result<(), StorageError> {
+    verify_checksums: bool,
+) -> Result<Checked, StorageError> {
     let mut expected = first_offset;
+    let mut good = 0;
     for message in MessageIter::new(bytes) {
         match message {
-            Ok(message) if message.offset() == expected => expected += 1,
+            Ok(message) if message.offset() == expected => {
+                if verify_checksums && !message.checksum_is_valid() {
+                    return Ok(Checked {
+                        good,
+                        mismatch: Some(StorageError::ChecksumMismatch {
+                            path: path.to_path_buf(),
+                            position: position + good as u64,
+                            offset: expected,
+                        }),
+                    });
+                }
+                good += message.size();
+                expected += 1;
+            }
             _ => {
                 return Err(StorageError::Corrupted {
                     path: path.to_path_buf(),
@@ -372,7 +447,10 @@ pub(super) fn check_stored(
             }
         }
     }
-    Ok(())
+    Ok(Checked {
+        good,
+        mismatch: None,
+    })
 }
 
 /// Binary search over the pages of a sealed segment's index file for the first of its first
