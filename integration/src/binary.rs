@@ -74,7 +74,28 @@ fn locate_or_build() -> Result<PathBuf, String> {
 fn build_server() -> Result<(), String> {
     // `CARGO` is set by cargo for the processes it runs (tests included); fall back to PATH.
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(&cargo)
+    let mut command = Command::new(&cargo);
+    // Cargo gives a test process its package's CARGO_MANIFEST_DIR, CARGO_PKG_* and the like.
+    // Build scripts (ring's) declare rerun-if-env-changed on those names, so a build started
+    // with them differs from one started in a shell: each would rebuild ring and everything
+    // above it (over a minute) for the other. Start the build as a shell would.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name.starts_with("CARGO_PKG_")
+            || name.starts_with("CARGO_MANIFEST_")
+            || name.starts_with("CARGO_BIN_")
+            || matches!(
+                name.as_ref(),
+                "CARGO_CRATE_NAME"
+                    | "CARGO_PRIMARY_PACKAGE"
+                    | "CARGO_TARGET_TMPDIR"
+                    | "CARGO_RUSTC_CURRENT_DIR"
+            )
+        {
+            command.env_remove(name.as_ref());
+        }
+    }
+    let output = command
         .args([
             "build",
             "-p",

@@ -91,7 +91,7 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
     for key in partition_keys(&recovered.metadata) {
         shards_table.insert_creating(key, key.owner(shard_count));
     }
-    let groups = crate::groups::ConsumerGroups::default();
+    let groups = crate::groups::ConsumerGroups::new(config.consumer_group.rebalancing_timeout.0);
     for stream in recovered.metadata.streams.values() {
         for topic in stream.topics.values() {
             for group in topic.groups.values() {

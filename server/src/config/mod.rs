@@ -28,6 +28,7 @@ pub struct Config {
     pub tcp: TcpConfig,
     pub quic: QuicConfig,
     pub heartbeat: HeartbeatConfig,
+    pub consumer_group: ConsumerGroupConfig,
     pub http: HttpConfig,
     pub logging: LoggingConfig,
     pub limits: LimitsConfig,
@@ -294,6 +295,13 @@ pub struct QuicConfig {
     pub max_idle_timeout: HumanDuration,
     pub socket_buffer_size: ByteSize,
     pub certificate: CertificateConfig,
+}
+
+/// `[consumer_group]`: cooperative rebalancing.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerGroupConfig {
+    pub rebalancing_timeout: HumanDuration,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -32,17 +32,11 @@ use Rule::{Quiet, Rename, Special, Unsupported};
 /// below (arrays of tables).
 const KEYS: &[(&str, Rule)] = &[
     (
-        "consumer_group.rebalancing_timeout",
-        Unsupported(
-            "\"30s\"",
-            "a partition moves to a new member at once, without waiting for the old owner",
-        ),
-    ),
-    (
         "consumer_group.rebalancing_check_interval",
         Unsupported(
             "\"5s\"",
-            "a partition moves to a new member at once, without waiting for the old owner",
+            "revocations past consumer_group.rebalancing_timeout complete at the group's next use, \
+             with no periodic check",
         ),
     ),
     ("http.max_request_size", Quiet),
@@ -532,10 +526,17 @@ mod tests {
             run("[http.jwt]\nalgorithm = \"HS256\"\nencoding_secret = \"s3cr3t\"\n").unwrap();
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("encoding_secret") && !warnings[0].contains("s3cr3t"));
-        let (_, warnings) = run("[consumer_group]\nrebalancing_timeout = \"30s\"\n").unwrap();
+        let (_, warnings) = run("[consumer_group]\nrebalancing_check_interval = \"5s\"\n").unwrap();
         assert!(warnings.is_empty());
-        let (_, warnings) = run("[consumer_group]\nrebalancing_timeout = \"10s\"\n").unwrap();
+        let (_, warnings) = run("[consumer_group]\nrebalancing_check_interval = \"1s\"\n").unwrap();
         assert_eq!(warnings.len(), 1);
+        // rebalancing_timeout is ours: kept, no warning.
+        let (kept, warnings) = run("[consumer_group]\nrebalancing_timeout = \"10s\"\n").unwrap();
+        assert_eq!(
+            kept["consumer_group"]["rebalancing_timeout"].as_str(),
+            Some("10s")
+        );
+        assert!(warnings.is_empty());
     }
 
     #[test]

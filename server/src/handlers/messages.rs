@@ -85,7 +85,7 @@ pub async fn poll(
     user_id: u32,
     request: PollMessages,
 ) -> HandlerResult {
-    let (key, consumer) = match request.consumer.kind {
+    let (key, consumer, ticket) = match request.consumer.kind {
         ConsumerKind::Consumer => {
             let key = shard.metadata(|metadata| {
                 let (stream, topic) = resolve(metadata, &request.stream_id, &request.topic_id)?;
@@ -96,7 +96,7 @@ pub async fn poll(
                 }
                 Ok(PartitionKey::new(stream.id, topic.id, partition_id))
             })??;
-            (key, consumer_key(&request.consumer))
+            (key, consumer_key(&request.consumer), None)
         }
         ConsumerKind::ConsumerGroup => {
             let group = resolve_group(
@@ -108,25 +108,27 @@ pub async fn poll(
                 Action::PollMessages,
             )?;
             let groups = &shard.shared.groups;
-            let partition_id = match request.partition_id.0 {
-                Some(partition_id) if groups.owns(&group, session.client_id, partition_id)? => {
-                    partition_id
-                }
-                // A partition the member does not own (any more): nothing to read there.
+            let ticket = match request.partition_id.0 {
                 Some(partition_id) => {
-                    let mut response =
-                        empty_poll(shard, group.stream_id, group.topic_id, partition_id);
-                    // A 0.9 client learns from partition u32::MAX that its assignment is
-                    // stale and syncs again (protocol-0.9.md 5.6).
-                    if session.generation == Generation::V09
-                        && let Response::Polled { header, .. } = &mut response
-                    {
-                        header[0..4].copy_from_slice(&u32::MAX.to_le_bytes());
+                    match groups.poll_owned(&group, session.client_id, partition_id)? {
+                        Some(ticket) => ticket,
+                        // A partition the member does not hold (any more): nothing to read there.
+                        None => {
+                            let mut response =
+                                empty_poll(shard, group.stream_id, group.topic_id, partition_id);
+                            // A 0.9 client learns from partition u32::MAX that its assignment is
+                            // stale and syncs again (protocol-0.9.md 5.6).
+                            if session.generation == Generation::V09
+                                && let Response::Polled { header, .. } = &mut response
+                            {
+                                header[0..4].copy_from_slice(&u32::MAX.to_le_bytes());
+                            }
+                            return Ok(response);
+                        }
                     }
-                    return Ok(response);
                 }
                 None => match groups.next_partition(&group, session.client_id)? {
-                    Some(partition_id) => partition_id,
+                    Some(ticket) => ticket,
                     // A member without partitions: partition 0, offset 0 (protocol.md 5.2).
                     None => {
                         return Ok(Response::Polled {
@@ -137,8 +139,9 @@ pub async fn poll(
                 },
             };
             (
-                PartitionKey::new(group.stream_id, group.topic_id, partition_id),
+                PartitionKey::new(group.stream_id, group.topic_id, ticket.partition),
                 ConsumerKey::Group(group.group_id),
+                Some(ticket),
             )
         }
     };
@@ -149,6 +152,11 @@ pub async fn poll(
         auto_commit: request.auto_commit,
     };
     let polled = route(shard, session, key)?.poll(args).await?;
+    // What a group handed out, for the hand-over of revoked partitions (a failed poll drops
+    // its ticket, which counts as handing out nothing).
+    if let Some(ticket) = ticket {
+        ticket.finish(polled.last_offset, request.auto_commit);
+    }
     Ok(Response::Polled {
         header: encode_poll_header(polled.partition_id, polled.current_offset, polled.count),
         chunks: polled.chunks,

@@ -145,6 +145,7 @@ pub async fn store(
         .route(key)?
         .store_offset(consumer, request.offset)
         .await?;
+    note_commit(shard, key, consumer, Some(request.offset));
     Ok(Response::Empty)
 }
 
@@ -156,5 +157,21 @@ pub async fn delete(
 ) -> HandlerResult {
     let (key, consumer) = target(shard, session, user_id, address!(request), true)?;
     shard.route(key)?.delete_offset(consumer).await?;
+    note_commit(shard, key, consumer, None);
     Ok(Response::Empty)
+}
+
+/// A group's stored offset changed: a revoked partition may now move to its new member.
+fn note_commit(shard: &Shard, key: PartitionKey, consumer: ConsumerKey, offset: Option<u64>) {
+    if let ConsumerKey::Group(group_id) = consumer {
+        let group = crate::groups::GroupKey {
+            stream_id: key.stream_id,
+            topic_id: key.topic_id,
+            group_id,
+        };
+        shard
+            .shared
+            .groups
+            .committed(&group, key.partition_id, offset);
+    }
 }

@@ -36,6 +36,8 @@ pub struct Polled {
     pub partition_id: u32,
     pub current_offset: u64,
     pub count: u32,
+    /// The offset of the last message handed out, when there is one.
+    pub last_offset: Option<u64>,
     pub chunks: Vec<Bytes>,
 }
 

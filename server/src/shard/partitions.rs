@@ -654,6 +654,7 @@ impl LocalPartition {
             .await
             .map_err(|error| self.read_error(error))?;
         polled.count = read.count;
+        polled.last_offset = (read.count > 0).then_some(read.last_offset);
         polled.chunks = read.bytes;
         if auto_commit
             && read.count > 0
