@@ -14,12 +14,12 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `partition/` | `Partition` (`mod.rs`: the type, figures, flush): `state` (segments, staging, watermarks), `lifecycle` (create, open and recovery, close, reopen after a failure, delete), `append` (stamping, staging, backpressure, rotation), `writer` (the writer task: rounds, group commit, sealing, shutdown), `read` (read planning and aligned reads, offsets by timestamp), `retention` (oldest segments, purge, expiry), `outcome` (what operations report) |
+//! | `partition/` | `Partition` (`mod.rs`: the type, figures, flush): `state` (segments, staging, watermarks), `lifecycle` (create, open and recovery, close, reopen after a failure, delete), `append` (stamping, staging, backpressure, rotation), `writer` (the writer task: rounds, group commit, sealing, shutdown), `read` (read planning and aligned reads, checksum verification, offsets by timestamp), `scan` (the opt-in boot-time checksum scan), `retention` (oldest segments, purge, expiry), `outcome` (what operations report) |
 //! | `segment.rs` | segment file names, the clean-shutdown marker, open-time checks and crash recovery |
 //! | `file.rs` | one O_DIRECT segment file: preallocation, aligned vectored writes, aligned reads, buffered fallback |
 //! | `index.rs` | the 16-byte index entry and the in-memory index of unsealed segments |
 //! | `pool.rs` | `AlignedBuf`, `BufferPool` (per shard, power-of-two classes 4 KiB..=64 MiB), `PooledBuf` |
-//! | `config.rs` | `AckMode`, `PartitionConfig` and limits |
+//! | `config.rs` | `AckMode`, `ChecksumReads`, `PartitionConfig` and limits |
 //! | `error.rs` | `StorageError` and its wire status code |
 //! | `fault.rs` | fault injection for tests of the real binary (`RILL_STORAGE_FAULT_FILE`, with the `fault-injection` feature only) |
 //! | `wait.rs` | single-threaded wait lists and a two-future join |
@@ -141,7 +141,10 @@
 //! accepted batches kept in memory. A read never passes the watermark, is cut at
 //! `max_read_bytes` (but returns at least one message), spans segments, starts at the first
 //! stored message when asked for an older offset, and checks that the bytes it read carry the
-//! expected offsets. By timestamp: the first visible message with a timestamp at or after the
+//! expected offsets. With `PartitionConfig::checksum_reads` (`Disk` by default) it also checks
+//! every message's checksum (bytes from files, or all): a read ends before the first message that
+//! fails, and fails with `ChecksumMismatch` when that is the first one asked for, so a flipped
+//! bit is never served. By timestamp: the first visible message with a timestamp at or after the
 //! given one (binary search of the index, in memory or page by page on disk).
 //!
 //! # Recovery (`open`)
@@ -169,7 +172,7 @@
 //! offsets; we keep offsets monotonic so an offset never names two different messages, and
 //! the server clears the consumer offsets it keeps). The server's PurgeStream/PurgeTopic do
 //! not use it: for upstream compatibility they close the log, delete its files and create a
-//! fresh one starting at offset 0 (`shard/partitions.rs`). Readers holding a deleted segment's
+//! fresh one starting at offset 0 (`shard/partitions/`). Readers holding a deleted segment's
 //! files finish on the unlinked inodes.
 //!
 //! # Write and sync failures
@@ -181,7 +184,7 @@
 //! watermark (in `fsync` mode the durable end: data a failed fsync should have covered is
 //! never assumed durable, it is removed and its appends, which got an error, can be retried)
 //! and opens the partition again from disk. The server calls it on the next append or flush
-//! (`shard/partitions.rs`), so writes resume once the fault clears; while it persists the
+//! (`shard/partitions/`), so writes resume once the fault clears; while it persists the
 //! reopen fails (the cut needs a truncate and an fsync) and appends get 4010.
 //!
 //! # Invariants

@@ -2,12 +2,14 @@
 //! executed on them (append, poll with every strategy, flush, offsets, segments, purge), as typed
 //! calls: directly on the owner, or from another shard through [`LocalPartition::serve`].
 
+mod checksums;
+mod offsets;
+
 use super::dedup::Deduplicator;
-use super::message::{ConsumerKey, PartitionCall, PollArgs, Polled, StoredOffset};
+use super::message::{ConsumerKey, PartitionCall, PollArgs, Polled};
 use super::table::{PartitionCounters, PartitionKey};
 use crate::metrics::ShardMetricsHandle;
 use crate::storage::{self, BufferPool, PartitionConfig, PartitionStats, blocking};
-use compio::io::AsyncWriteAtExt;
 use rill_core::ErrorCode;
 use rill_core::message::MessageBatch;
 use rill_core::primitives::PollingKind;
@@ -55,64 +57,6 @@ pub struct LocalPartition {
 fn storage_error(error: storage::StorageError) -> ErrorCode {
     tracing::warn!(%error, "storage operation failed");
     error.code()
-}
-
-impl LocalPartition {
-    /// `verify_checksums_at_boot`: reads every written message back and checks its checksum.
-    /// Mismatches are logged and counted; nothing is removed (the read path refuses them).
-    pub async fn scan_checksums(&self) {
-        let started = std::time::Instant::now();
-        match self.storage().scan_checksums().await {
-            Ok(scan) => {
-                for mismatch in scan.mismatches.iter().take(10) {
-                    tracing::error!(
-                        partition = %self.key,
-                        offset = mismatch.offset,
-                        file = %mismatch.path.display(),
-                        "stored message does not match its checksum"
-                    );
-                }
-                self.metrics
-                    .checksum_mismatches
-                    .add(scan.mismatches.len() as u64);
-                let took_ms = started.elapsed().as_millis() as u64;
-                if scan.mismatches.is_empty() {
-                    tracing::info!(partition = %self.key, messages = scan.messages, bytes = scan.bytes, took_ms, "checksums verified");
-                } else {
-                    tracing::error!(partition = %self.key, messages = scan.messages, mismatches = scan.mismatches.len(), took_ms, "checksum scan found corrupted messages; polls of them are refused");
-                }
-            }
-            Err(error) => {
-                tracing::error!(partition = %self.key, %error, "checksum scan could not read the partition")
-            }
-        }
-    }
-
-    /// Maps a read's storage error to its status; a checksum mismatch is counted and logged.
-    fn read_error(&self, error: storage::StorageError) -> ErrorCode {
-        let storage::StorageError::ChecksumMismatch { offset, .. } = &error else {
-            return storage_error(error);
-        };
-        self.metrics.checksum_mismatches.inc();
-        if self.reported_mismatch.replace(Some(*offset)) == Some(*offset) {
-            tracing::debug!(partition = %self.key, %error, "poll refused again");
-        } else {
-            tracing::error!(
-                partition = %self.key,
-                %error,
-                "stored message is corrupted: polls from its offset are refused with \
-                 InvalidMessageChecksum until it is deleted (segment retention or purge)"
-            );
-        }
-        error.code()
-    }
-}
-
-fn offset_file(dir: &Path, consumer: ConsumerKey) -> PathBuf {
-    match consumer {
-        ConsumerKey::Consumer(id) => dir.join("offsets").join("consumers").join(id.to_string()),
-        ConsumerKey::Group(id) => dir.join("offsets").join("groups").join(id.to_string()),
-    }
 }
 
 impl LocalPartition {
@@ -247,36 +191,6 @@ impl LocalPartition {
             dedup.borrow_mut().clear();
         }
         Ok(())
-    }
-
-    async fn load_offsets(&self) {
-        let current = self.storage().current_offset();
-        for (kind, make) in [
-            ("consumers", ConsumerKey::Consumer as fn(u32) -> ConsumerKey),
-            ("groups", ConsumerKey::Group),
-        ] {
-            let dir = self.dir.join("offsets").join(kind);
-            let Ok(names) = blocking::read_dir_names(&dir).await else {
-                continue;
-            };
-            for name in names {
-                let Some(id) = name.to_str().and_then(|name| name.parse::<u32>().ok()) else {
-                    continue;
-                };
-                let Ok(bytes) = blocking::read(&dir.join(&name)).await else {
-                    continue;
-                };
-                let Ok(bytes) = <[u8; 8]>::try_from(bytes.as_slice()) else {
-                    continue;
-                };
-                let stored = u64::from_le_bytes(bytes);
-                // A stored offset never runs ahead of the data that survived.
-                let Some(current) = current else { continue };
-                self.offsets
-                    .borrow_mut()
-                    .insert(make(id), stored.min(current));
-            }
-        }
     }
 
     /// Publishes the storage's figures to the shared counters and the writer's counters
@@ -537,70 +451,6 @@ impl LocalPartition {
         let _ = blocking::remove_dir_all(&self.dir.join("offsets")).await;
         self.refresh_counters();
         Ok(())
-    }
-
-    pub async fn store_consumer_offset(
-        &self,
-        consumer: ConsumerKey,
-        offset: u64,
-    ) -> Result<(), ErrorCode> {
-        let _shared = self.shared().await?;
-        let Some(current) = self.storage().current_offset() else {
-            return Err(ErrorCode::InvalidOffset);
-        };
-        if offset > current {
-            return Err(ErrorCode::InvalidOffset);
-        }
-        self.store_offset(consumer, offset).await
-    }
-
-    pub fn consumer_offset(
-        &self,
-        consumer: ConsumerKey,
-    ) -> Result<Option<StoredOffset>, ErrorCode> {
-        if self.closed.get() {
-            return Err(ErrorCode::PartitionNotFound);
-        }
-        let Some(stored) = self.offsets.borrow().get(&consumer).copied() else {
-            return Ok(None);
-        };
-        Ok(Some(StoredOffset {
-            current_offset: self.counters.current_offset(),
-            stored_offset: stored,
-        }))
-    }
-
-    pub async fn delete_consumer_offset(&self, consumer: ConsumerKey) -> Result<(), ErrorCode> {
-        let _shared = self.shared().await?;
-        if self.offsets.borrow_mut().remove(&consumer).is_none() {
-            return Err(ErrorCode::ConsumerOffsetNotFound);
-        }
-        let _ = compio::fs::remove_file(offset_file(&self.dir, consumer)).await;
-        Ok(())
-    }
-
-    async fn store_offset(&self, consumer: ConsumerKey, offset: u64) -> Result<(), ErrorCode> {
-        self.offsets.borrow_mut().insert(consumer, offset);
-        let path = offset_file(&self.dir, consumer);
-        let write = async {
-            if let Some(parent) = path.parent() {
-                compio::fs::create_dir_all(parent).await?;
-            }
-            let file = compio::fs::OpenOptions::new()
-                .create(true)
-                .write(true)
-                .open(&path)
-                .await?;
-            let mut writer = &file;
-            writer
-                .write_all_at(offset.to_le_bytes().to_vec(), 0)
-                .await
-                .0
-        };
-        write.await.map_err(|error| {
-            tracing::warn!(partition = %self.key, %error, "cannot persist consumer offset");
-            ErrorCode::CannotSaveIndexToSegment
-        })
     }
 
     async fn read(&self, args: PollArgs) -> Result<Polled, ErrorCode> {

@@ -1,0 +1,57 @@
+//! Checksum failures of a partition's stored messages: the opt-in boot scan and the refusal of
+//! a poll whose first message fails (counted, logged once per offset).
+
+use super::{LocalPartition, storage_error};
+use crate::storage;
+use rill_core::ErrorCode;
+
+impl LocalPartition {
+    /// `verify_checksums_at_boot`: reads every written message back and checks its checksum.
+    /// Mismatches are logged and counted; nothing is removed (the read path refuses them).
+    pub async fn scan_checksums(&self) {
+        let started = std::time::Instant::now();
+        match self.storage().scan_checksums().await {
+            Ok(scan) => {
+                for mismatch in scan.mismatches.iter().take(10) {
+                    tracing::error!(
+                        partition = %self.key,
+                        offset = mismatch.offset,
+                        file = %mismatch.path.display(),
+                        "stored message does not match its checksum"
+                    );
+                }
+                self.metrics
+                    .checksum_mismatches
+                    .add(scan.mismatches.len() as u64);
+                let took_ms = started.elapsed().as_millis() as u64;
+                if scan.mismatches.is_empty() {
+                    tracing::info!(partition = %self.key, messages = scan.messages, bytes = scan.bytes, took_ms, "checksums verified");
+                } else {
+                    tracing::error!(partition = %self.key, messages = scan.messages, mismatches = scan.mismatches.len(), took_ms, "checksum scan found corrupted messages; polls of them are refused");
+                }
+            }
+            Err(error) => {
+                tracing::error!(partition = %self.key, %error, "checksum scan could not read the partition")
+            }
+        }
+    }
+
+    /// Maps a read's storage error to its status; a checksum mismatch is counted and logged.
+    pub(super) fn read_error(&self, error: storage::StorageError) -> ErrorCode {
+        let storage::StorageError::ChecksumMismatch { offset, .. } = &error else {
+            return storage_error(error);
+        };
+        self.metrics.checksum_mismatches.inc();
+        if self.reported_mismatch.replace(Some(*offset)) == Some(*offset) {
+            tracing::debug!(partition = %self.key, %error, "poll refused again");
+        } else {
+            tracing::error!(
+                partition = %self.key,
+                %error,
+                "stored message is corrupted: polls from its offset are refused with \
+                 InvalidMessageChecksum until it is deleted (segment retention or purge)"
+            );
+        }
+        error.code()
+    }
+}
