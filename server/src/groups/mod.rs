@@ -275,6 +275,24 @@ impl ConsumerGroups {
         .unwrap_or_default()
     }
 
+    /// The partitions a member holds and is not handing over: what it should poll (the 0.9
+    /// SyncConsumerGroup answer). None when it is not a member.
+    pub fn assigned(&self, key: &GroupKey, client_id: u32) -> Option<Vec<u32>> {
+        self.with(key, |membership| {
+            let index = membership.position(client_id)?;
+            Some(
+                membership.members[index]
+                    .partitions
+                    .iter()
+                    .copied()
+                    .filter(|&partition| !membership.is_revoked(partition))
+                    .collect(),
+            )
+        })
+        .ok()
+        .flatten()
+    }
+
     pub fn len(&self) -> usize {
         self.groups.len()
     }

@@ -144,6 +144,12 @@ fn a_revoked_partition_moves_once_its_holder_commits_what_it_polled() {
     // Partition 1 (the surplus) is revoked from 1: still held by it, not polled round robin.
     assert_eq!(held(&groups, 1), [0, 1]);
     assert_eq!(held(&groups, 2), Vec::<u32>::new());
+    assert_eq!(
+        groups.assigned(&KEY, 1),
+        Some(vec![0]),
+        "what 1 should poll"
+    );
+    assert_eq!(groups.assigned(&KEY, 9), None);
     assert!(groups.next_partition(&KEY, 2).unwrap().is_none());
     for _ in 0..3 {
         assert_eq!(poll(&groups, 1, None), Some(0));

@@ -159,8 +159,10 @@ pub fn leave(
     Ok(Response::Empty)
 }
 
-/// SyncConsumerGroup (606, Iggy 0.9 only): the caller's partitions in the group, after a
-/// generation that changes whenever they do; empty when the caller is not a member.
+/// SyncConsumerGroup (606, Iggy 0.9 only): the caller's partitions in the group (without those
+/// it is handing over to another member, so that its SDK stops polling them and the hand-over
+/// can complete), after a generation that changes whenever they do; empty when the caller is
+/// not a member.
 pub fn sync(
     shard: &Shard,
     session: &Session,
@@ -175,11 +177,7 @@ pub fn sync(
         &request.group_id,
         Action::ReadTopic,
     )?;
-    let members = shard.shared.groups.members(&key);
-    let Some((_, partitions)) = members
-        .into_iter()
-        .find(|(client_id, _)| *client_id == session.client_id)
-    else {
+    let Some(partitions) = shard.shared.groups.assigned(&key, session.client_id) else {
         return Ok(Response::Empty);
     };
     let mut out = Vec::with_capacity(12 + 4 * partitions.len());
