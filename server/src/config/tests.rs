@@ -1,0 +1,134 @@
+//! Loading: the embedded default, files, variables, upstream keys, errors.
+
+use super::units::ByteSize;
+use super::*;
+use crate::storage::AckMode;
+use std::path::PathBuf;
+
+fn load(file_text: Option<&str>, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.toml");
+    if let Some(text) = file_text {
+        std::fs::write(&path, text).unwrap();
+    }
+    let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+    Config::load(file_text.map(|_| path.as_path()), env).map(|loaded| loaded.config)
+}
+
+#[test]
+fn embedded_default_loads_with_documented_values() {
+    let config = load(None, &[]).unwrap();
+    assert_eq!(config.tcp.address, "127.0.0.1:8090".parse().unwrap());
+    assert_eq!(config.system.segment.size, ByteSize(1 << 30));
+    assert_eq!(config.system.partition.ack_mode.0, AckMode::Written);
+    assert!(config.tcp.nodelay);
+    assert_eq!(config.system.topic.max_size, Limit::Unlimited);
+    assert!(config.http.enabled);
+    assert_eq!(config.http.address, "127.0.0.1:3000".parse().unwrap());
+    assert_eq!(config.logging.format, LogFormat::Text);
+    assert!(config.logging.stdout);
+    assert!(!config.logging.file.enabled);
+    assert!(config.logging.slow_request_threshold.get().is_some());
+}
+
+#[test]
+fn observability_keys_follow_the_environment() {
+    let config = load(
+        None,
+        &[
+            ("IGGY_HTTP_ENABLED", "false"),
+            ("IGGY_HTTP_ADDRESS", "127.0.0.1:0"),
+            ("IGGY_HTTP_METRICS_TOP_PARTITIONS", "3"),
+            ("IGGY_LOGGING_FORMAT", "json"),
+            ("IGGY_LOGGING_SLOW_REQUEST_THRESHOLD", "none"),
+            ("IGGY_LOGGING_FILE_ENABLED", "true"),
+            ("IGGY_LOGGING_FILE_MAX_SIZE", "1 MiB"),
+            ("IGGY_LOGGING_FILE_MAX_FILES", "2"),
+            ("IGGY_LOGGING_FILE_DIRECTORY", "/var/log/iggy"),
+        ],
+    )
+    .unwrap();
+    assert!(!config.http.enabled);
+    assert_eq!(config.http.address.port(), 0);
+    assert_eq!(config.http.metrics_top_partitions, 3);
+    assert_eq!(config.logging.format, LogFormat::Json);
+    assert_eq!(config.logging.slow_request_threshold, Limit::Unlimited);
+    assert!(config.logging.file.enabled);
+    assert_eq!(config.logging.file.max_size, ByteSize(1 << 20));
+    assert_eq!(config.logging.file.max_files, 2);
+    assert_eq!(
+        config.logging.file_directory(Path::new("/data")),
+        PathBuf::from("/var/log/iggy")
+    );
+    let error = load(None, &[("IGGY_LOGGING_FORMAT", "xml")]).unwrap_err().0;
+    assert!(error.contains("logging.format"), "{error}");
+}
+
+#[test]
+fn file_then_environment_override_defaults() {
+    let config = load(
+        Some("[tcp]\naddress = \"127.0.0.1:9000\"\n[system.segment]\nsize = \"64 MiB\"\n"),
+        &[
+            ("IGGY_TCP_ADDRESS", "127.0.0.1:9100"),
+            ("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "4"),
+            ("IGGY_TCP_NODELAY", "false"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(config.tcp.address.port(), 9100);
+    assert_eq!(config.system.segment.size, ByteSize(64 << 20));
+    assert_eq!(config.system.sharding.cpu_allocation, "4");
+    assert!(!config.tcp.nodelay);
+}
+
+#[test]
+fn unknown_keys_and_bad_values_name_the_key() {
+    let error = load(Some("[tcp]\nadress = \"x\"\n"), &[]).unwrap_err().0;
+    assert!(error.contains("tcp.adress"), "{error}");
+    let error = load(Some("[system.segment]\nsize = \"big\"\n"), &[])
+        .unwrap_err()
+        .0;
+    assert!(error.contains("size"), "{error}");
+    let error = load(None, &[("IGGY_TCP_NODELAY", "maybe")]).unwrap_err().0;
+    assert!(error.contains("IGGY_TCP_NODELAY"), "{error}");
+    let error = load(Some("[system.partition]\nack_mode = \"sometimes\"\n"), &[])
+        .unwrap_err()
+        .0;
+    assert!(error.contains("ack mode"), "{error}");
+    let error = load(
+        None,
+        &[("IGGY_SYSTEM_PARTITION_ACK_MODE_OVERRIDES", "orders")],
+    )
+    .unwrap_err()
+    .0;
+    assert!(error.contains("ack_mode_overrides"), "{error}");
+}
+
+#[test]
+fn per_topic_ack_modes_override_the_default() {
+    let config = load(
+        Some("[system.partition]\nack_mode_overrides = [\"orders/payments=fsync\", \"logs/*=memory\"]\n"),
+        &[],
+    )
+    .unwrap();
+    let partition = &config.system.partition;
+    assert_eq!(partition.ack_mode_for("orders", "payments"), AckMode::Fsync);
+    assert_eq!(partition.ack_mode_for("orders", "other"), AckMode::Written);
+    assert_eq!(partition.ack_mode_for("logs", "anything"), AckMode::Memory);
+    let config = load(
+        None,
+        &[(
+            "IGGY_SYSTEM_PARTITION_ACK_MODE_OVERRIDES",
+            "a/b=fsync, c/*=memory",
+        )],
+    )
+    .unwrap();
+    assert_eq!(
+        config.system.partition.ack_mode_for("c", "x"),
+        AckMode::Memory
+    );
+    assert_eq!(
+        config.system.partition.ack_mode_for("a", "b"),
+        AckMode::Fsync
+    );
+}
