@@ -259,3 +259,67 @@ async fn members_joining_and_leaving_under_load_process_nothing_twice() {
         "members that commit what they process never see it processed again"
     );
 }
+
+/// The 0.9 generation resolves group partitions client side from SyncConsumerGroup, which it
+/// re-sends after every heartbeat: a revoked partition is left out of the holder's list, so its
+/// SDK stops polling it, and the partition moves once the holder has committed.
+#[tokio::test]
+async fn a_0_11_sdk_member_stops_polling_a_revoked_partition_after_its_next_sync() {
+    use iggy_v011::prelude as v11;
+    use iggy_v011::prelude::{
+        ConsumerGroupClient as _, ConsumerOffsetClient as _, MessageClient as _,
+    };
+    use rill_integration::sdk_v011;
+    let server = server("30 s");
+    let root = fixture(&server, 2, 10).await;
+    let a = sdk_v011::root_client(&server).await;
+    let group_id = sdk_v011::named("g");
+    a.join_consumer_group(&sdk_v011::id(0), &sdk_v011::id(0), &group_id)
+        .await
+        .expect("0.11 member joins");
+    let poll_a = || async {
+        let polled = a
+            .poll_messages(
+                &sdk_v011::id(0),
+                &sdk_v011::id(0),
+                None,
+                &v11::Consumer::group(sdk_v011::named("g")),
+                &v11::PollingStrategy::next(),
+                5,
+                false,
+            )
+            .await
+            .expect("0.11 group poll");
+        polled.partition_id
+    };
+    let mut polled: Vec<u32> = Vec::new();
+    for _ in 0..2 {
+        polled.push(poll_a().await);
+    }
+    polled.sort_unstable();
+    assert_eq!(polled, [0, 1], "A round-robins over both partitions");
+
+    let b = member(&server).await;
+    assert_eq!(assignment(&root).await, [vec![0, 1], vec![]]);
+    // The SDK re-syncs after its next heartbeat (5 s by default); then it polls only partition 0.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    for _ in 0..4 {
+        assert_eq!(
+            poll_a().await,
+            0,
+            "the revoked partition is no longer polled"
+        );
+    }
+    // A commits what it read of partition 1: it moves to B.
+    a.store_consumer_offset(
+        &v11::Consumer::group(sdk_v011::named("g")),
+        &sdk_v011::id(0),
+        &sdk_v011::id(0),
+        Some(1),
+        4,
+    )
+    .await
+    .expect("0.11 commit");
+    assert_eq!(assignment(&root).await, [vec![0], vec![1]]);
+    assert_eq!(poll(&b, 5).await, (1, (5..10).collect()));
+}
