@@ -176,17 +176,22 @@ impl ConsumerGroups {
             let index = membership
                 .position(client_id)
                 .ok_or(ErrorCode::ConsumerGroupMemberNotFound)?;
-            let polled: Vec<u32> = membership.members[index]
+            // Round robin over the held partitions that are not being handed over, without
+            // collecting them: this runs on every group poll.
+            let pollable = |partition: &u32| !membership.is_revoked(*partition);
+            let member = &membership.members[index];
+            let count = member.partitions.iter().filter(|p| pollable(p)).count();
+            if count == 0 {
+                return Ok(None);
+            }
+            let partition = member
                 .partitions
                 .iter()
                 .copied()
-                .filter(|&partition| !membership.is_revoked(partition))
-                .collect();
-            if polled.is_empty() {
-                return Ok(None);
-            }
+                .filter(|p| pollable(p))
+                .nth(member.cursor % count)
+                .expect("count pollable partitions");
             let member = &mut membership.members[index];
-            let partition = polled[member.cursor % polled.len()];
             member.cursor = member.cursor.wrapping_add(1);
             member.current = Some(partition);
             membership.poll_started(partition);
