@@ -75,6 +75,15 @@ impl Membership {
             .any(|revocation| revocation.partition == partition)
     }
 
+    /// The partitions member `index` holds and is not handing over: the ones it polls.
+    pub(super) fn kept(&self, index: usize) -> impl Iterator<Item = u32> + '_ {
+        self.members[index]
+            .partitions
+            .iter()
+            .copied()
+            .filter(|&partition| !self.is_revoked(partition))
+    }
+
     /// Recomputes the target assignment and starts the hand-overs it needs.
     pub(super) fn rebalance(&mut self, now: Instant, timeout: Duration) {
         let count = self.partitions_count;
@@ -103,12 +112,10 @@ impl Membership {
         let destined: Vec<Vec<u32>> = self
             .members
             .iter()
-            .map(|member| {
-                let mut partitions: Vec<u32> = member
-                    .partitions
-                    .iter()
-                    .copied()
-                    .filter(|&partition| !self.is_revoked(partition))
+            .enumerate()
+            .map(|(index, member)| {
+                let mut partitions: Vec<u32> = self
+                    .kept(index)
                     .chain(
                         self.pending
                             .iter()

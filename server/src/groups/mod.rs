@@ -176,21 +176,16 @@ impl ConsumerGroups {
             let index = membership
                 .position(client_id)
                 .ok_or(ErrorCode::ConsumerGroupMemberNotFound)?;
-            // Round robin over the held partitions that are not being handed over, without
-            // collecting them: this runs on every group poll.
-            let pollable = |partition: &u32| !membership.is_revoked(*partition);
-            let member = &membership.members[index];
-            let count = member.partitions.iter().filter(|p| pollable(p)).count();
+            // Round robin without collecting the partitions: this runs on every group poll.
+            let count = membership.kept(index).count();
             if count == 0 {
                 return Ok(None);
             }
-            let partition = member
-                .partitions
-                .iter()
-                .copied()
-                .filter(|p| pollable(p))
-                .nth(member.cursor % count)
-                .expect("count pollable partitions");
+            let cursor = membership.members[index].cursor;
+            let partition = membership
+                .kept(index)
+                .nth(cursor % count)
+                .expect("fewer than count kept partitions");
             let member = &mut membership.members[index];
             member.cursor = member.cursor.wrapping_add(1);
             member.current = Some(partition);
@@ -256,13 +251,7 @@ impl ConsumerGroups {
             Ok(member
                 .current
                 .filter(|p| member.partitions.contains(p))
-                .or_else(|| {
-                    member
-                        .partitions
-                        .iter()
-                        .copied()
-                        .find(|&p| !membership.is_revoked(p))
-                })
+                .or_else(|| membership.kept(index).next())
                 .or(member.partitions.first().copied()))
         })?
     }
@@ -285,14 +274,7 @@ impl ConsumerGroups {
     pub fn assigned(&self, key: &GroupKey, client_id: u32) -> Option<Vec<u32>> {
         self.with(key, |membership| {
             let index = membership.position(client_id)?;
-            Some(
-                membership.members[index]
-                    .partitions
-                    .iter()
-                    .copied()
-                    .filter(|&partition| !membership.is_revoked(partition))
-                    .collect(),
-            )
+            Some(membership.kept(index).collect())
         })
         .ok()
         .flatten()

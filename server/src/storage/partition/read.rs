@@ -30,6 +30,8 @@ impl Partition {
         let mut remaining = u64::from(max_count);
         let mut budget = inner.config.max_read_bytes;
         let mut total = 0u64;
+        let verify_disk = inner.config.checksum_reads != ChecksumReads::None;
+        let verify_memory = inner.config.checksum_reads == ChecksumReads::All;
         // A plan ends at the first sealed segment whose index is on disk (its byte sizes are
         // unknown until the index is read); the rest of the read is planned afterwards.
         loop {
@@ -46,8 +48,6 @@ impl Partition {
                 break;
             }
             let total_before = total;
-            let verify_disk = inner.config.checksum_reads != ChecksumReads::None;
-            let verify_memory = inner.config.checksum_reads == ChecksumReads::All;
             let mut broken = false;
             for piece in pieces {
                 let (first_offset, bytes, checked) = match piece {
