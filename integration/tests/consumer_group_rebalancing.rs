@@ -6,7 +6,7 @@
 //! and leaving while a producer sends, the messages processed twice are counted both ways.
 
 use iggy::prelude::*;
-use rill_integration::fixtures::test_messages;
+use rill_integration::fixtures::{send_batch, test_messages};
 use rill_integration::sdk::{create_stream, create_topic, id, named, root_client};
 use rill_integration::{ServerOptions, TestServer};
 use std::collections::BTreeMap;
@@ -24,15 +24,15 @@ async fn fixture(server: &TestServer, partitions: u32, per_partition: u64) -> Ig
     create_stream(&root, "s").await;
     create_topic(&root, 0, "t", partitions).await;
     for partition in (0..partitions).filter(|_| per_partition > 0) {
-        let mut messages = test_messages(partition, 0, per_partition);
-        root.send_messages(
+        let messages = test_messages(partition, 0, per_partition);
+        send_batch(
+            &root,
             &id(0),
             &id(0),
             &Partitioning::partition_id(partition),
-            &mut messages,
+            messages,
         )
-        .await
-        .expect("send");
+        .await;
     }
     root.create_consumer_group(&id(0), &id(0), "g")
         .await
@@ -183,16 +183,9 @@ async fn churn(timeout: &str) -> (usize, usize) {
             let mut sequence = 0;
             while producing.load(Ordering::Relaxed) {
                 for partition in 0..PARTITIONS {
-                    let mut messages = test_messages(partition, sequence, 10);
-                    client
-                        .send_messages(
-                            &id(0),
-                            &id(0),
-                            &Partitioning::partition_id(partition),
-                            &mut messages,
-                        )
-                        .await
-                        .expect("send");
+                    let messages = test_messages(partition, sequence, 10);
+                    let partitioning = Partitioning::partition_id(partition);
+                    send_batch(&client, &id(0), &id(0), &partitioning, messages).await;
                 }
                 sequence += 10;
                 tokio::time::sleep(Duration::from_millis(5)).await;

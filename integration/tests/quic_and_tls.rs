@@ -550,22 +550,28 @@ mod tcp_socket_options {
     use std::process::Command;
     use std::time::{Duration, Instant};
 
-    /// The `ss` line of the server's side of the connection from `client`.
-    fn server_side(server: SocketAddr, client: SocketAddr) -> String {
+    /// What `ss <options> state <state>` prints of the server's end of the connection from
+    /// `client`, on one line (empty when the kernel no longer has that socket).
+    fn ss(options: &str, state: &str, server: SocketAddr, client: SocketAddr) -> String {
         let filter = format!(
             "( sport = :{} and dport = :{} )",
             server.port(),
             client.port()
         );
         let output = Command::new("ss")
-            .args(["-tnmoH", "state", "established", &filter])
+            .args([options, "state", state, &filter])
             .output()
             .expect("run ss (iproute2; scripts/install-deps.sh installs it)");
-        let text = String::from_utf8_lossy(&output.stdout).replace('\n', " ");
-        assert!(
-            output.status.success() && !text.trim().is_empty(),
-            "ss: {text}"
-        );
+        assert!(output.status.success(), "ss {options} failed");
+        String::from_utf8_lossy(&output.stdout)
+            .trim()
+            .replace('\n', " ")
+    }
+
+    /// The server's end of an established connection, with its memory and timers.
+    fn server_side(server: SocketAddr, client: SocketAddr) -> String {
+        let text = ss("-tnmoH", "established", server, client);
+        assert!(!text.is_empty(), "ss finds the connection");
         text
     }
 
@@ -580,17 +586,8 @@ mod tcp_socket_options {
 
     /// The state of the server's end of the connection from `client`, if the kernel still has it.
     fn server_state(server: SocketAddr, client: SocketAddr) -> Option<String> {
-        let filter = format!(
-            "( sport = :{} and dport = :{} )",
-            server.port(),
-            client.port()
-        );
-        let output = Command::new("ss")
-            .args(["-tanH", "state", "all", &filter])
-            .output()
-            .expect("run ss");
-        let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
-        (!text.is_empty()).then(|| text.split_whitespace().next().unwrap_or("").to_string())
+        let text = ss("-tanH", "all", server, client);
+        text.split_whitespace().next().map(str::to_string)
     }
 
     /// Waits for the server to close the connection (the client never logs in, and the tests

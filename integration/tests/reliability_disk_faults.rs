@@ -340,9 +340,10 @@ fn checksum_options() -> ServerOptions {
         .env("IGGY_HTTP_ADDRESS", "127.0.0.1:0")
 }
 
-#[tokio::test]
-async fn a_flipped_bit_is_never_served_and_the_boot_scan_reports_it() {
-    let mut server = TestServer::start(checksum_options());
+/// A stopped server whose one partition holds messages `0..count` of series 1, the payload of
+/// the one at `broken` with a flipped bit.
+async fn stopped_with_a_flipped_bit(options: ServerOptions, count: u64, broken: u64) -> TestServer {
+    let mut server = TestServer::start(options);
     let client = root_client(&server).await;
     create_stream(&client, "s").await;
     create_topic(&client, 0, "t", 1).await;
@@ -351,13 +352,18 @@ async fn a_flipped_bit_is_never_served_and_the_boot_scan_reports_it() {
         &id(0),
         &id(0),
         &Partitioning::partition_id(0),
-        test_messages(1, 0, 20),
+        test_messages(1, 0, count),
     )
     .await;
     drop(client);
     server.stop();
-    flip_payload_byte(&server.data_path(), 7);
+    flip_payload_byte(&server.data_path(), broken);
+    server
+}
 
+#[tokio::test]
+async fn a_flipped_bit_is_never_served_and_the_boot_scan_reports_it() {
+    let mut server = stopped_with_a_flipped_bit(checksum_options(), 20, 7).await;
     server.set_env("IGGY_SYSTEM_PARTITION_VERIFY_CHECKSUMS_AT_BOOT", "true");
     server.start_again();
     let http = server.http_address().expect("the HTTP endpoint listens");
@@ -395,30 +401,16 @@ async fn a_flipped_bit_is_never_served_and_the_boot_scan_reports_it() {
         1,
         "a consumer retrying the same message is logged once"
     );
-    // Nothing was removed: the other partitions' data and this one's count are whole.
+    // Nothing was removed: the partition still counts all 20 messages.
     let topic = client.get_topic(&id(0), &id(0)).await.unwrap().unwrap();
     assert_eq!(topic.messages_count, 20);
 }
 
 #[tokio::test]
 async fn without_verification_the_flipped_bit_would_reach_the_consumer() {
-    let mut server = TestServer::start(
-        ServerOptions::new().env("IGGY_SYSTEM_PARTITION_VERIFY_CHECKSUMS_ON_READ", "none"),
-    );
-    let client = root_client(&server).await;
-    create_stream(&client, "s").await;
-    create_topic(&client, 0, "t", 1).await;
-    send_batch(
-        &client,
-        &id(0),
-        &id(0),
-        &Partitioning::partition_id(0),
-        test_messages(1, 0, 10),
-    )
-    .await;
-    drop(client);
-    server.stop();
-    flip_payload_byte(&server.data_path(), 3);
+    let unchecked =
+        ServerOptions::new().env("IGGY_SYSTEM_PARTITION_VERIFY_CHECKSUMS_ON_READ", "none");
+    let mut server = stopped_with_a_flipped_bit(unchecked, 10, 3).await;
     server.start_again();
     let client = root_client(&server).await;
     let served = poll_at(&client, 3, 1).await.expect("served unchecked");
