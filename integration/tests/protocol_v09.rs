@@ -380,10 +380,13 @@ async fn the_python_0_9_client_works_and_its_messages_read_back_over_0_8() {
         .arg("py")
         .output()
         .expect("run the Python client");
+    // The exit status and stdout too: one CI run saw a failure with an empty stderr.
     assert!(
         output.status.success(),
-        "apache-iggy 0.9.0 failed:\n{}\n{}",
+        "apache-iggy 0.9.0 failed ({}):\nstderr: {}\nstdout: {}\n{}",
+        output.status,
         String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout),
         server.log_tail()
     );
     let seen: serde_json::Value =
