@@ -44,7 +44,9 @@ impl PollTicket<'_> {
         self.done = true;
         // The group may have been deleted meanwhile: then there is nothing to record.
         let _ = self.groups.with(&self.key, |membership| {
-            membership.poll_done(self.partition, last, committed)
+            membership.poll_done(self.partition, last, committed);
+            // An auto-committed poll may have been all a hand-over waited for.
+            membership.complete_ready(Instant::now(), self.groups.rebalancing_timeout);
         });
     }
 }
@@ -53,7 +55,8 @@ impl Drop for PollTicket<'_> {
     fn drop(&mut self) {
         if !self.done {
             let _ = self.groups.with(&self.key, |membership| {
-                membership.poll_done(self.partition, None, false)
+                membership.poll_done(self.partition, None, false);
+                membership.complete_ready(Instant::now(), self.groups.rebalancing_timeout);
             });
         }
     }
