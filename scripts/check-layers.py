@@ -41,6 +41,7 @@ LAYERS = [
             "time",
             "config",
             "storage",
+            "encryption",
             "metadata",
             "auth",
             "permissions",

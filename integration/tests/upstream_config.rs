@@ -2,8 +2,8 @@
 //! file at upstream's default values (tests/fixtures/upstream-0.8.0-defaults.toml), with the
 //! environment variables upstream's Docker image and Helm chart set. Keys we do not honour are
 //! named in one WARN each where their value asks for something we do not do; keys that ask for
-//! a protection we cannot give (encryption at rest, HTTPS) stop the start with a clear message,
-//! from the file and from the environment alike.
+//! a protection we cannot give (HTTPS), or encryption without a usable key, stop the start with
+//! a clear message, from the file and from the environment alike.
 
 use iggy::prelude::*;
 use rill_integration::binary::run_to_exit;
@@ -98,17 +98,19 @@ fn start_in(dir: &tempfile::TempDir, file: Option<&str>, env: &[(&str, &str)]) -
 
 #[test]
 fn protections_that_cannot_be_given_stop_the_start() {
+    // Encryption at rest is given (tests/encryption_at_rest.rs); a key it cannot use stops the
+    // start without being shown.
     let text = start_expecting_refusal(
         Some("[system.encryption]\nenabled = true\nkey = \"super-secret-key-material\"\n"),
         &[],
     );
-    assert!(text.contains("encryption at rest"), "{text}");
+    assert!(text.contains("system.encryption.key"), "{text}");
     assert!(
         !text.contains("super-secret-key-material"),
         "the key is never shown: {text}"
     );
     let text = start_expecting_refusal(None, &[("IGGY_SYSTEM_ENCRYPTION_ENABLED", "true")]);
-    assert!(text.contains("encryption at rest"), "{text}");
+    assert!(text.contains("needs system.encryption.key"), "{text}");
     let text = start_expecting_refusal(None, &[("IGGY_HTTP_TLS_ENABLED", "true")]);
     assert!(text.contains("HTTPS"), "{text}");
     // A key that is neither ours nor upstream's still stops the start, naming it.
@@ -128,7 +130,10 @@ fn env_files_and_the_default_config_path_are_read_as_upstream_reads_them() {
     )
     .unwrap();
     let text = start_in(&dir, None, &[]);
-    assert!(text.contains("encryption at rest"), ".env was read: {text}");
+    assert!(
+        text.contains("needs system.encryption.key"),
+        ".env was read: {text}"
+    );
     // A variable already set wins over the file: encryption is off, and HTTPS asked for.
     let text = start_in(
         &dir,
@@ -139,7 +144,7 @@ fn env_files_and_the_default_config_path_are_read_as_upstream_reads_them() {
         ],
     );
     assert!(
-        text.contains("HTTPS") && !text.contains("encryption at rest"),
+        text.contains("HTTPS") && !text.contains("needs system.encryption.key"),
         "{text}"
     );
 
@@ -166,7 +171,7 @@ fn env_files_and_the_default_config_path_are_read_as_upstream_reads_them() {
     let cwd = tempfile::TempDir::new_in(root.path().join("deploy/run")).unwrap();
     let text = start_in(&cwd, None, &[]);
     assert!(
-        text.contains("encryption at rest"),
+        text.contains("needs system.encryption.key"),
         "the default path was found: {text}"
     );
 }

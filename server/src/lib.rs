@@ -13,6 +13,7 @@ pub mod auth;
 pub mod clients;
 pub mod config;
 pub mod control;
+pub mod encryption;
 pub mod frontend;
 pub mod groups;
 pub mod handlers;

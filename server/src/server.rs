@@ -55,8 +55,19 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
     }
 
     let state_dir = data_dir.join("state");
-    let recovered =
-        log::recover(&state_dir).map_err(|error| format!("cannot recover metadata: {error}"))?;
+    let encryption = config.system.encryption.master_key()?;
+    let has_metadata = [log::LOG_FILE, log::SNAPSHOT_FILE].iter().any(|file| {
+        std::fs::metadata(state_dir.join(file)).is_ok_and(|metadata| metadata.len() > 0)
+    });
+    crate::encryption::check_data_dir(&state_dir, encryption.as_ref(), has_metadata)?;
+    if encryption.is_some() {
+        tracing::info!("encryption at rest is on (AES-256-GCM)");
+    }
+    let recovered = log::recover(
+        &state_dir,
+        encryption.as_ref().map(|key| key.metadata_log()).as_ref(),
+    )
+    .map_err(|error| format!("cannot recover metadata: {error}"))?;
     tracing::info!(
         streams = recovered.metadata.streams.len(),
         users = recovered.metadata.users.len(),
@@ -134,6 +145,7 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
         io_driver: OnceLock::new(),
         http_address: OnceLock::new(),
         metrics: Arc::new(crate::metrics::Metrics::new(shard_count)),
+        encryption,
     });
     drop(reader);
 
@@ -448,7 +460,8 @@ fn shard_main(
 
         if let Some((writer, requests, recovered, root)) = control {
             let state_dir = shared.config.system.path.join("state");
-            let log = MetadataLog::open(&state_dir, &recovered, shared.config.system.state.snapshot_threshold.0)
+            let cipher = shared.encryption.as_ref().map(|key| key.metadata_log());
+            let log = MetadataLog::open(&state_dir, &recovered, shared.config.system.state.snapshot_threshold.0, cipher)
                 .await
                 .map_err(|error| format!("cannot open the metadata log: {error}"))?;
             let mut control = ControlPlane::new(shard.clone(), writer, log);

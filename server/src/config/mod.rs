@@ -34,6 +34,26 @@ pub struct Config {
     pub limits: LimitsConfig,
 }
 
+/// Keys whose values are never printed (`IGGY_DISPLAY_CONFIG`).
+const SECRET_KEYS: &[&[&str]] = &[&["system", "encryption", "key"]];
+
+fn redact_secrets(table: &mut toml::Table) {
+    for path in SECRET_KEYS {
+        let (last, parents) = path.split_last().expect("a path has a key");
+        let mut slot = Some(&mut *table);
+        for parent in parents {
+            slot = slot
+                .and_then(|table| table.get_mut(*parent))
+                .and_then(toml::Value::as_table_mut);
+        }
+        if let Some(value) = slot.and_then(|table| table.get_mut(*last))
+            && value.as_str().is_some_and(|text| !text.is_empty())
+        {
+            *value = toml::Value::String("(redacted)".into());
+        }
+    }
+}
+
 /// What [`Config::load`] found.
 pub struct Loaded {
     pub config: Config,
@@ -88,7 +108,8 @@ impl Config {
             return Err(upstream::https_refusal());
         }
         generate_missing_certificates(&mut table, &mut warnings);
-        let resolved = table.clone();
+        let mut resolved = table.clone();
+        redact_secrets(&mut resolved);
         let config: Config = serde_path_to_error::deserialize(table).map_err(|error| {
             ConfigError(format!(
                 "invalid configuration value for `{}`: {}",
@@ -105,6 +126,7 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
+        self.system.encryption.master_key().map_err(ConfigError)?;
         let segment = self.system.segment.size.0;
         if !(4096..=crate::storage::MAX_SEGMENT_SIZE_BYTES).contains(&segment)
             || !segment.is_multiple_of(4096)

@@ -18,6 +18,7 @@ pub struct SystemConfig {
     pub partition: PartitionDefaults,
     pub topic: TopicDefaults,
     pub message_deduplication: DeduplicationConfig,
+    pub encryption: EncryptionConfig,
     pub state: StateConfig,
 }
 
@@ -29,6 +30,46 @@ pub struct DeduplicationConfig {
     pub max_entries: u64,
     /// Zero: ids are forgotten only when newer ones push them out.
     pub expiry: HumanDuration,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EncryptionConfig {
+    pub enabled: bool,
+    pub key: Secret,
+}
+
+impl EncryptionConfig {
+    /// The master key when encryption is on (a bad key is refused when the config loads).
+    pub fn master_key(&self) -> Result<Option<crate::encryption::MasterKey>, String> {
+        if !self.enabled {
+            return Ok(None);
+        }
+        if self.key.0.trim().is_empty() {
+            return Err(
+                "system.encryption.enabled = true needs system.encryption.key (32 random \
+                 bytes in base64: `openssl rand -base64 32`, or IGGY_SYSTEM_ENCRYPTION_KEY)"
+                    .into(),
+            );
+        }
+        crate::encryption::MasterKey::from_base64(&self.key.0).map(Some)
+    }
+}
+
+/// A configuration value that must never be shown: `Debug` (the snapshot's configuration,
+/// logs) prints it redacted.
+#[derive(Clone, Default, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_empty() {
+            "\"\""
+        } else {
+            "(redacted)"
+        })
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -132,3 +132,44 @@ fn per_topic_ack_modes_override_the_default() {
         AckMode::Fsync
     );
 }
+
+#[test]
+fn the_encryption_key_is_read_but_never_shown() {
+    let key = "q83vEjRWeJCrze8SNFZ4kKvN7xI0VniQq83vEjRWeJA=";
+    let env = [
+        ("IGGY_SYSTEM_ENCRYPTION_ENABLED", "true".to_string()),
+        ("IGGY_SYSTEM_ENCRYPTION_KEY", key.to_string()),
+    ];
+    let loaded = Config::load(None, env.iter().map(|(k, v)| (k.to_string(), v.clone()))).unwrap();
+    assert!(
+        loaded
+            .config
+            .system
+            .encryption
+            .master_key()
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(loaded.config.system.encryption.key.0, key);
+    let shown = [
+        loaded.resolved.to_string(),
+        format!("{:?}", loaded.config),
+        format!("{:#?}", loaded.config),
+    ];
+    for text in shown {
+        assert!(!text.contains(key), "{text}");
+        assert!(text.contains("(redacted)"));
+    }
+    // Off by default; a key without `enabled` changes nothing.
+    let config = load(None, &[("IGGY_SYSTEM_ENCRYPTION_KEY", key)]).unwrap();
+    assert!(config.system.encryption.master_key().unwrap().is_none());
+    let error = load(
+        Some("[system.encryption]\nenabled = true\nkey = \"dG9vIHNob3J0\"\n"),
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        error.0.contains("32 bytes") && !error.0.contains("dG9vIHNob3J0"),
+        "{error}"
+    );
+}

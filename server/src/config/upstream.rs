@@ -3,8 +3,7 @@
 //! ours (same path, same meaning), or is renamed to ours, or is accepted with one WARN naming
 //! what differs when its value asks for something this server does not do, or is accepted
 //! silently where it changes nothing here (dead upstream too, or part of a feature that is off).
-//! A key that asks for a protection this server cannot give (encryption at rest, HTTPS) refuses
-//! the start. README, "Upstream configuration", has the table.
+//! A key that asks for a protection this server cannot give (HTTPS) refuses the start. README, "Upstream configuration", has the table.
 //!
 //! The translation runs before the strict merge, so our own keys stay strict: a key that is
 //! neither ours nor upstream's still stops the start.
@@ -114,8 +113,6 @@ const KEYS: &[(&str, Rule)] = &[
         ),
     ),
     ("system.logging.sysinfo_print_interval", Quiet),
-    ("system.encryption.enabled", Special),
-    ("system.encryption.key", Quiet),
     ("system.compression.allow_override", Quiet),
     (
         "system.compression.default_algorithm",
@@ -211,11 +208,7 @@ const PREFIX_DEFAULTS: &[(&str, &str)] = &[
 ];
 
 /// Keys whose values are secrets: never echoed in a message.
-const SECRETS: &[&str] = &[
-    "http.jwt.encoding_secret",
-    "http.jwt.decoding_secret",
-    "system.encryption.key",
-];
+const SECRETS: &[&str] = &["http.jwt.encoding_secret", "http.jwt.decoding_secret"];
 
 fn rule(path: &str) -> Option<Rule> {
     KEYS.iter()
@@ -393,14 +386,6 @@ pub(super) fn translate(
             "upstream configuration key {path} = {shown} is accepted but has no effect here: {what}"
         ));
     };
-    if is_true(value_of("system.encryption.enabled")) {
-        return Err(ConfigError(
-            "system.encryption.enabled = true asks for encryption at rest, which this server \
-             does not implement yet: refusing to start rather than store plaintext. Remove the \
-             key (or set it false) to run without encryption."
-                .into(),
-        ));
-    }
     let asks_for_https = is_true(value_of("http.tls.enabled"));
     let quic_override = is_true(value_of("quic.socket.override_defaults"));
     let mut quic_buffer = 0u64;
@@ -422,7 +407,7 @@ pub(super) fn translate(
                 }
             }
             Special => match path.as_str() {
-                "http.tls.enabled" | "system.encryption.enabled" => {}
+                "http.tls.enabled" => {}
                 "quic.socket.override_defaults" => {}
                 "tcp.socket.nodelay" if tcp_override => {
                     insert(&mut kept, "tcp.nodelay", value.clone())?
@@ -541,11 +526,6 @@ mod tests {
 
     #[test]
     fn protections_that_cannot_be_given_refuse_the_start() {
-        let error = run("[system.encryption]\nenabled = true\nkey = \"k\"\n").unwrap_err();
-        assert!(
-            error.0.contains("encryption") && !error.0.contains("\"k\""),
-            "{error}"
-        );
         let https = |text: &str| {
             translate(text.parse().unwrap(), &schema())
                 .unwrap()
@@ -555,7 +535,13 @@ mod tests {
         assert!(!https("[http.tls]\nenabled = false\n"));
         // A rename onto a value that is not a table is an error, not a panic.
         assert!(run("[logging]\nfile = \"x\"\n[system.logging]\npath = \"l\"\n").is_err());
-        assert!(run("[system.encryption]\nenabled = false\n").is_ok());
+        // Encryption at rest is ours: kept as written.
+        let (kept, warnings) = run("[system.encryption]\nenabled = true\nkey = \"k\"\n").unwrap();
+        assert_eq!(
+            kept["system"]["encryption"]["enabled"].as_bool(),
+            Some(true)
+        );
+        assert!(warnings.is_empty());
     }
 
     #[test]
@@ -594,9 +580,10 @@ mod tests {
     #[test]
     fn names_of_upstream_variables() {
         assert_eq!(
-            env_path("IGGY_SYSTEM_ENCRYPTION_ENABLED").as_deref(),
-            Some("system.encryption.enabled")
+            env_path("IGGY_HTTP_TLS_ENABLED").as_deref(),
+            Some("http.tls.enabled")
         );
+        assert_eq!(env_path("IGGY_SYSTEM_ENCRYPTION_ENABLED"), None, "ours");
         assert_eq!(
             env_path("IGGY_CLUSTER_NODE_OTHERS_0_PORTS_TCP").as_deref(),
             Some("cluster.node_others_0_ports_tcp")

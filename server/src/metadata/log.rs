@@ -12,6 +12,8 @@
 //!                           checksum u64 (XXH3-64 of the records), then records as above
 //!                           rebuilding the whole state (their sequence fields are 0..n)
 //! ```
+//! With `[system.encryption]` on, each payload is sealed (`encryption::RecordCipher`: nonce,
+//! AES-256-GCM ciphertext, tag; bound to the sequence) and the checksum covers the sealed bytes.
 //! A snapshot is written to a temporary file, fsynced and renamed over the old one, so it is
 //! either the old or the new one. Log records with a sequence at or below the snapshot's
 //! `covered_sequence` are skipped at replay, so a crash between the rename and the log's
@@ -21,6 +23,7 @@
 
 use super::codec;
 use super::model::{Metadata, MetadataOp};
+use crate::encryption::RecordCipher;
 use compio::io::AsyncWriteAtExt;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -42,16 +45,28 @@ fn record_checksum(sequence: u64, payload: &[u8]) -> u64 {
     hasher.digest()
 }
 
-fn put_record(out: &mut Vec<u8>, sequence: u64, payload: &[u8]) {
+fn put_record(out: &mut Vec<u8>, sequence: u64, op: &MetadataOp, cipher: Option<&RecordCipher>) {
+    let encoded = codec::encode(op);
+    let payload = match cipher {
+        Some(cipher) => cipher.seal(sequence, &encoded),
+        None => encoded,
+    };
+    let payload = &payload[..];
     out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     out.extend_from_slice(&sequence.to_le_bytes());
     out.extend_from_slice(&record_checksum(sequence, payload).to_le_bytes());
     out.extend_from_slice(payload);
 }
 
-/// Reads records until the bytes end or stop being valid. Returns (sequence, op) pairs and the
-/// length of the valid prefix.
-fn read_records(bytes: &[u8]) -> (Vec<(u64, MetadataOp)>, usize) {
+/// Reads records until the bytes end or stop being valid (a torn tail). Returns (sequence, op,
+/// end position) triples and the length of the valid prefix. A record whose checksum holds but
+/// whose payload cannot be opened or decoded is not a torn write: it was written under another
+/// key or encryption setting, or by a newer version. That is an error, never a truncation.
+#[allow(clippy::type_complexity)]
+fn read_records(
+    bytes: &[u8],
+    cipher: Option<&RecordCipher>,
+) -> Result<(Vec<(u64, MetadataOp, usize)>, usize), String> {
     let mut records = Vec::new();
     let mut position = 0;
     while bytes.len() - position >= RECORD_HEADER_SIZE {
@@ -67,13 +82,26 @@ fn read_records(bytes: &[u8]) -> (Vec<(u64, MetadataOp)>, usize) {
         if record_checksum(sequence, payload) != checksum {
             break;
         }
-        let Ok(op) = codec::decode(payload) else {
-            break;
+        let opened;
+        let plain = match cipher {
+            Some(cipher) => {
+                opened = cipher.open(sequence, payload).ok_or_else(|| {
+                    format!("record {sequence} cannot be decrypted with the configured key")
+                })?;
+                &opened[..]
+            }
+            None => payload,
         };
-        records.push((sequence, op));
+        let op = codec::decode(plain).map_err(|_| {
+            format!(
+                "record {sequence} cannot be decoded (written with encryption at rest on, or by \
+                 a newer version)"
+            )
+        })?;
         position = start + length;
+        records.push((sequence, op, position));
     }
-    (records, position)
+    Ok((records, position))
 }
 
 /// What boot-time recovery found.
@@ -107,7 +135,7 @@ fn io_error(context: &str, path: &Path, error: io::Error) -> MetadataLogError {
 )]
 /// Rebuilds the metadata from the snapshot and log in `dir` (created if missing), truncating a
 /// torn log tail. Runs at boot, before the shards start.
-pub fn recover(dir: &Path) -> Result<Recovered, MetadataLogError> {
+pub fn recover(dir: &Path, cipher: Option<&RecordCipher>) -> Result<Recovered, MetadataLogError> {
     std::fs::create_dir_all(dir).map_err(|e| io_error("cannot create", dir, e))?;
     let mut metadata = Metadata::default();
     let mut covered_sequence = 0;
@@ -130,14 +158,16 @@ pub fn recover(dir: &Path) -> Result<Recovered, MetadataLogError> {
             covered_sequence = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes"));
             let checksum = u64::from_le_bytes(bytes[20..28].try_into().expect("8 bytes"));
             let body = &bytes[SNAPSHOT_HEADER_SIZE..];
-            let (records, valid) = read_records(body);
+            let (records, valid) = read_records(body, cipher).map_err(|error| {
+                MetadataLogError(format!("{}: {error}", snapshot_path.display()))
+            })?;
             if xxhash_rust::xxh3::xxh3_64(body) != checksum || valid != body.len() {
                 return Err(MetadataLogError(format!(
                     "{} is corrupted (checksum mismatch); restore it from a backup or remove it to start from the log alone",
                     snapshot_path.display()
                 )));
             }
-            for (_, op) in records {
+            for (_, op, _) in records {
                 metadata.apply(&op);
             }
         }
@@ -151,14 +181,12 @@ pub fn recover(dir: &Path) -> Result<Recovered, MetadataLogError> {
         Err(error) if error.kind() == io::ErrorKind::NotFound => Vec::new(),
         Err(error) => return Err(io_error("cannot read", &log_path, error)),
     };
-    let (records, valid) = read_records(&bytes);
+    let (records, valid) = read_records(&bytes, cipher)
+        .map_err(|error| MetadataLogError(format!("{}: {error}", log_path.display())))?;
     let mut next_sequence = covered_sequence + 1;
     let mut replayed_records = 0;
     let mut valid_len = 0;
-    let mut position = 0;
-    for (sequence, op) in records {
-        let record_len = RECORD_HEADER_SIZE + codec::encode(&op).len();
-        position += record_len;
+    for (sequence, op, position) in records {
         if sequence <= covered_sequence {
             valid_len = position;
             continue;
@@ -201,6 +229,7 @@ pub struct MetadataLog {
     next_sequence: u64,
     snapshot_threshold: u64,
     scratch: Vec<u8>,
+    cipher: Option<RecordCipher>,
 }
 
 impl MetadataLog {
@@ -208,6 +237,7 @@ impl MetadataLog {
         dir: &Path,
         recovered: &Recovered,
         snapshot_threshold: u64,
+        cipher: Option<RecordCipher>,
     ) -> io::Result<Self> {
         let file = compio::fs::OpenOptions::new()
             .create(true)
@@ -221,6 +251,7 @@ impl MetadataLog {
             next_sequence: recovered.next_sequence,
             snapshot_threshold,
             scratch: Vec::with_capacity(256),
+            cipher,
         })
     }
 
@@ -228,7 +259,7 @@ impl MetadataLog {
     pub async fn append(&mut self, op: &MetadataOp) -> io::Result<()> {
         let mut record = std::mem::take(&mut self.scratch);
         record.clear();
-        put_record(&mut record, self.next_sequence, &codec::encode(op));
+        put_record(&mut record, self.next_sequence, op, self.cipher.as_ref());
         let record_len = record.len() as u64;
         let mut file = &self.file;
         let compio::BufResult(result, record) = file.write_all_at(record, self.len).await;
@@ -258,7 +289,7 @@ impl MetadataLog {
     pub async fn snapshot(&mut self, state: &Metadata) -> io::Result<()> {
         let mut body = Vec::new();
         for (index, op) in state.to_ops().iter().enumerate() {
-            put_record(&mut body, index as u64, &codec::encode(op));
+            put_record(&mut body, index as u64, op, self.cipher.as_ref());
         }
         let mut bytes = Vec::with_capacity(SNAPSHOT_HEADER_SIZE + body.len());
         bytes.extend_from_slice(SNAPSHOT_MAGIC);
@@ -312,10 +343,10 @@ mod tests {
     #[test]
     fn appended_ops_are_replayed_and_a_torn_tail_is_truncated() {
         let dir = tempfile::tempdir().unwrap();
-        let recovered = recover(dir.path()).unwrap();
+        let recovered = recover(dir.path(), None).unwrap();
         assert_eq!(recovered.next_sequence, 1);
         compio::runtime::Runtime::new().unwrap().block_on(async {
-            let mut log = MetadataLog::open(dir.path(), &recovered, 1 << 20)
+            let mut log = MetadataLog::open(dir.path(), &recovered, 1 << 20, None)
                 .await
                 .unwrap();
             for id in 0..3 {
@@ -330,7 +361,7 @@ mod tests {
             .open(&log_path)
             .unwrap();
         file.set_len(full_len - 5).unwrap();
-        let recovered = recover(dir.path()).unwrap();
+        let recovered = recover(dir.path(), None).unwrap();
         assert_eq!(recovered.metadata.streams.len(), 2);
         assert_eq!(recovered.replayed_records, 2);
         assert!(recovered.truncated_bytes > 0);
@@ -344,9 +375,9 @@ mod tests {
     #[test]
     fn corrupted_record_stops_replay_at_the_last_good_one() {
         let dir = tempfile::tempdir().unwrap();
-        let recovered = recover(dir.path()).unwrap();
+        let recovered = recover(dir.path(), None).unwrap();
         compio::runtime::Runtime::new().unwrap().block_on(async {
-            let mut log = MetadataLog::open(dir.path(), &recovered, 1 << 20)
+            let mut log = MetadataLog::open(dir.path(), &recovered, 1 << 20, None)
                 .await
                 .unwrap();
             log.append(&op(0)).await.unwrap();
@@ -357,7 +388,7 @@ mod tests {
         let last = bytes.len() - 1;
         bytes[last] ^= 0xff;
         std::fs::write(&log_path, &bytes).unwrap();
-        let recovered = recover(dir.path()).unwrap();
+        let recovered = recover(dir.path(), None).unwrap();
         assert_eq!(
             recovered
                 .metadata
@@ -372,10 +403,12 @@ mod tests {
     #[test]
     fn snapshot_then_more_ops_replays_everything_once() {
         let dir = tempfile::tempdir().unwrap();
-        let recovered = recover(dir.path()).unwrap();
+        let recovered = recover(dir.path(), None).unwrap();
         let mut state = Metadata::default();
         compio::runtime::Runtime::new().unwrap().block_on(async {
-            let mut log = MetadataLog::open(dir.path(), &recovered, 1).await.unwrap();
+            let mut log = MetadataLog::open(dir.path(), &recovered, 1, None)
+                .await
+                .unwrap();
             for id in 0..3 {
                 log.append(&op(id)).await.unwrap();
                 state.apply(&op(id));
@@ -388,8 +421,55 @@ mod tests {
                 .unwrap();
             state.apply(&MetadataOp::DeleteStream { id: 1 });
         });
-        let recovered = recover(dir.path()).unwrap();
+        let recovered = recover(dir.path(), None).unwrap();
         assert_eq!(recovered.metadata, state);
         assert_eq!(recovered.next_sequence, 5);
+    }
+
+    fn cipher(key: &str) -> RecordCipher {
+        crate::encryption::MasterKey::from_base64(key)
+            .unwrap()
+            .metadata_log()
+    }
+
+    const KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    const OTHER_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+
+    #[test]
+    fn an_encrypted_log_and_snapshot_replay_with_the_key_and_only_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let recovered = recover(dir.path(), Some(&cipher(KEY))).unwrap();
+        let mut state = Metadata::default();
+        compio::runtime::Runtime::new().unwrap().block_on(async {
+            let mut log = MetadataLog::open(dir.path(), &recovered, 1, Some(cipher(KEY)))
+                .await
+                .unwrap();
+            log.append(&op(0)).await.unwrap();
+            state.apply(&op(0));
+            log.snapshot(&state).await.unwrap();
+            log.append(&op(1)).await.unwrap();
+            state.apply(&op(1));
+        });
+        for file in [LOG_FILE, SNAPSHOT_FILE] {
+            let bytes = std::fs::read(dir.path().join(file)).unwrap();
+            assert!(!bytes.is_empty());
+            assert!(
+                !bytes
+                    .windows(2)
+                    .any(|window| window == b"s0" || window == b"s1")
+            );
+        }
+        let log_len = std::fs::metadata(dir.path().join(LOG_FILE)).unwrap().len();
+        let recovered = recover(dir.path(), Some(&cipher(KEY))).unwrap();
+        assert_eq!(recovered.metadata, state);
+        // Without the key, or with another, the start is refused and nothing is truncated.
+        let error = recover(dir.path(), None).unwrap_err();
+        assert!(error.0.contains("cannot be decoded"), "{error}");
+        let error = recover(dir.path(), Some(&cipher(OTHER_KEY))).unwrap_err();
+        assert!(error.0.contains("cannot be decrypted"), "{error}");
+        assert_eq!(
+            std::fs::metadata(dir.path().join(LOG_FILE)).unwrap().len(),
+            log_len
+        );
     }
 }

@@ -66,6 +66,8 @@ pub struct SharedState {
     pub http_address: OnceLock<SocketAddr>,
     /// Every shard's metric cells (each written only by its shard), read by the scraper.
     pub metrics: Arc<Metrics>,
+    /// `[system.encryption]`'s key, when encryption at rest is on.
+    pub encryption: Option<crate::encryption::MasterKey>,
 }
 
 impl SharedState {
@@ -202,9 +204,16 @@ impl Shard {
             .counters(&key)
             .ok_or(ErrorCode::PartitionNotFound)?;
         let dedup = &self.shared.config.system.message_deduplication;
-        let dedup = dedup
-            .enabled
-            .then(|| Deduplicator::new(dedup.max_entries, dedup.expiry.0));
+        let extras = partitions::Extras {
+            dedup: dedup
+                .enabled
+                .then(|| Deduplicator::new(dedup.max_entries, dedup.expiry.0)),
+            cipher: self
+                .shared
+                .encryption
+                .as_ref()
+                .map(|master| master.partition(key.stream_id, key.topic_id, key.partition_id)),
+        };
         let partition = LocalPartition::open(
             &self.shared.config.system.path,
             key,
@@ -212,7 +221,7 @@ impl Shard {
             self.pool.clone(),
             counters,
             self.metrics.clone(),
-            dedup,
+            extras,
         )
         .await?;
         if self.shared.config.system.partition.verify_checksums_at_boot {

@@ -8,6 +8,7 @@ mod offsets;
 use super::dedup::Deduplicator;
 use super::message::{ConsumerKey, PartitionCall, PollArgs, Polled};
 use super::table::{PartitionCounters, PartitionKey};
+use crate::encryption::{MessageCipher, SealError};
 use crate::metrics::ShardMetricsHandle;
 use crate::storage::{self, BufferPool, PartitionConfig, PartitionStats, blocking};
 use rill_core::ErrorCode;
@@ -49,9 +50,18 @@ pub struct LocalPartition {
     closed: Cell<bool>,
     /// The ids received lately, with `[system.message_deduplication]` on.
     dedup: Option<RefCell<Deduplicator>>,
+    /// Seals appended messages and opens polled ones, with `[system.encryption]` on.
+    cipher: Option<MessageCipher>,
     /// The offset of the last checksum mismatch logged at ERROR: a consumer retrying the same
     /// broken message is counted every time but logged once.
     reported_mismatch: Cell<Option<u64>>,
+}
+
+/// What a partition does to messages beside storing them, each per its configuration.
+#[derive(Default)]
+pub struct Extras {
+    pub dedup: Option<Deduplicator>,
+    pub cipher: Option<MessageCipher>,
 }
 
 fn storage_error(error: storage::StorageError) -> ErrorCode {
@@ -69,7 +79,7 @@ impl LocalPartition {
         pool: Rc<BufferPool>,
         counters: Arc<PartitionCounters>,
         metrics: ShardMetricsHandle,
-        dedup: Option<Deduplicator>,
+        extras: Extras,
     ) -> Result<LocalPartition, ErrorCode> {
         let dir = partition_dir(data_dir, &key);
         let has_segments = blocking::read_dir_names(&dir)
@@ -112,7 +122,8 @@ impl LocalPartition {
             reopening: Cell::new(false),
             gate: async_lock::RwLock::new(()),
             closed: Cell::new(false),
-            dedup: dedup.map(RefCell::new),
+            dedup: extras.dedup.map(RefCell::new),
+            cipher: extras.cipher,
             reported_mismatch: Cell::new(None),
         };
         partition.load_offsets().await;
@@ -321,6 +332,13 @@ impl LocalPartition {
         if batch.is_empty() {
             return Ok(None);
         }
+        let batch = match &self.cipher {
+            Some(cipher) => cipher.seal(&batch).map_err(|error| match error {
+                SealError::PayloadTooBig => ErrorCode::TooBigMessagePayload,
+                SealError::Cipher => ErrorCode::CannotEncryptData,
+            })?,
+            None => batch,
+        };
         let messages = u64::from(batch.count());
         let started = std::time::Instant::now();
         let outcome = storage
@@ -505,7 +523,13 @@ impl LocalPartition {
             .map_err(|error| self.read_error(error))?;
         polled.count = read.count;
         polled.last_offset = (read.count > 0).then_some(read.last_offset);
-        polled.chunks = read.bytes;
+        polled.chunks = match &self.cipher {
+            Some(cipher) if read.count > 0 => vec![cipher.open(&read.bytes).map_err(|error| {
+                tracing::error!(partition = %self.key, %error, "cannot decrypt a stored message");
+                ErrorCode::CannotDecryptData
+            })?],
+            _ => read.bytes,
+        };
         if auto_commit
             && read.count > 0
             && let Some(consumer) = consumer
