@@ -541,8 +541,8 @@ async fn official_cli_over_quic() {
     assert_eq!(client.get_streams().await.expect("streams").len(), 1);
 }
 
-/// `[tcp.socket]` (upstream's keys), read back from the server's end of a connection with `ss`.
-mod tcp_socket_options {
+/// `[tcp.socket]` and `[quic.socket]` (upstream's keys), read back from the server's sockets with `ss`.
+mod socket_options {
     use rill_integration::raw::RawClient;
     use rill_integration::{ServerOptions, TestServer};
     use std::io::{ErrorKind, Read};
@@ -663,5 +663,44 @@ mod tcp_socket_options {
             !server_socket_is_aborted(client, address),
             "an orderly close, without linger"
         );
+    }
+
+    /// `skmem` of every UDP socket bound to the server's QUIC port (one per shard).
+    fn quic_sockets(server: &TestServer) -> Vec<String> {
+        let filter = format!("( sport = :{} )", server.quic_address().port());
+        let output = Command::new("ss")
+            .args(["-uanmH", &filter])
+            .output()
+            .expect("run ss (iproute2; scripts/install-deps.sh installs it)");
+        assert!(output.status.success(), "ss -uanmH failed");
+        let text = String::from_utf8_lossy(&output.stdout).replace("\n\t", " ");
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        assert_eq!(lines.len(), 2, "one socket per shard: {text}");
+        lines
+    }
+
+    /// `[quic.socket]` (upstream's keys) replaces `quic.socket_buffer_size` on every shard's
+    /// socket when override_defaults is on; without it, socket_buffer_size holds.
+    #[test]
+    fn quic_sockets_follow_quic_socket_when_override_defaults_is_on() {
+        let options = || {
+            ServerOptions::new()
+                .shards(2)
+                .env("IGGY_QUIC_SOCKET_BUFFER_SIZE", "50 KiB")
+                .env("IGGY_QUIC_SOCKET_RECV_BUFFER_SIZE", "100 KiB")
+                .env("IGGY_QUIC_SOCKET_SEND_BUFFER_SIZE", "80 KiB")
+                .env("IGGY_QUIC_SOCKET_KEEPALIVE", "true")
+        };
+        let server = TestServer::start(options().env("IGGY_QUIC_SOCKET_OVERRIDE_DEFAULTS", "true"));
+        for line in quic_sockets(&server) {
+            assert_eq!(skmem(&line, "rb"), 2 * 100 * 1024, "{line}");
+            assert_eq!(skmem(&line, "tb"), 2 * 80 * 1024, "{line}");
+        }
+        drop(server);
+        let server = TestServer::start(options());
+        for line in quic_sockets(&server) {
+            assert_eq!(skmem(&line, "rb"), 2 * 50 * 1024, "{line}");
+            assert_eq!(skmem(&line, "tb"), 2 * 50 * 1024, "{line}");
+        }
     }
 }

@@ -383,11 +383,11 @@ impl Frontends {
             )?;
             log_certificate("QUIC", &certificate);
             frontends.quic_config = Some(crate::tls::quic_server_config(&certificate, quic)?);
-            let buffer = usize::try_from(quic.socket_buffer_size.0).unwrap_or(usize::MAX);
-            let sockets = crate::frontend::quic::bind_group(quic.address, shard_count, buffer)
-                .map_err(|error| {
-                    format!("cannot listen on {} (QUIC, UDP): {error}", quic.address)
-                })?;
+            let sockets =
+                crate::frontend::quic::bind_group(quic.address, shard_count, quic.socket_options())
+                    .map_err(|error| {
+                        format!("cannot listen on {} (QUIC, UDP): {error}", quic.address)
+                    })?;
             frontends.quic_address =
                 Some(sockets[0].local_addr().map_err(|error| error.to_string())?);
             frontends.quic_sockets = sockets;

@@ -309,7 +309,47 @@ pub struct QuicConfig {
     pub keep_alive_interval: HumanDuration,
     pub max_idle_timeout: HumanDuration,
     pub socket_buffer_size: ByteSize,
+    pub socket: QuicSocketConfig,
     pub certificate: CertificateConfig,
+}
+
+/// `[quic.socket]`: upstream's UDP socket options, when `override_defaults` is on.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuicSocketConfig {
+    pub override_defaults: bool,
+    pub recv_buffer_size: ByteSize,
+    pub send_buffer_size: ByteSize,
+    pub keepalive: bool,
+}
+
+/// The options set on each shard's QUIC socket (buffer sizes in bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpSocketOptions {
+    pub recv_buffer: usize,
+    pub send_buffer: usize,
+    pub keepalive: bool,
+}
+
+impl QuicConfig {
+    /// What each shard's UDP socket is given: `[quic.socket]` with `override_defaults`,
+    /// otherwise `socket_buffer_size` both ways and no keepalive.
+    pub fn socket_options(&self) -> UdpSocketOptions {
+        let size = |bytes: &ByteSize| usize::try_from(bytes.0).unwrap_or(usize::MAX);
+        if self.socket.override_defaults {
+            UdpSocketOptions {
+                recv_buffer: size(&self.socket.recv_buffer_size),
+                send_buffer: size(&self.socket.send_buffer_size),
+                keepalive: self.socket.keepalive,
+            }
+        } else {
+            UdpSocketOptions {
+                recv_buffer: size(&self.socket_buffer_size),
+                send_buffer: size(&self.socket_buffer_size),
+                keepalive: false,
+            }
+        }
+    }
 }
 
 /// `[consumer_group]`: cooperative rebalancing.

@@ -72,7 +72,6 @@ const KEYS: &[(&str, Rule)] = &[
     ("tcp.ipv6", Quiet),
     ("tcp.socket.nodelay", Special),
     ("quic.datagram_send_buffer_size", Quiet),
-    ("quic.socket.", Special),
     ("message_saver.enforce_fsync", Quiet),
     (
         "personal_access_token.max_tokens_per_user",
@@ -387,8 +386,6 @@ pub(super) fn translate(
         ));
     };
     let asks_for_https = is_true(value_of("http.tls.enabled"));
-    let quic_override = is_true(value_of("quic.socket.override_defaults"));
-    let mut quic_buffer = 0u64;
     for (path, value) in &upstream {
         match rule(path).expect("only upstream keys here") {
             Quiet => {}
@@ -408,16 +405,9 @@ pub(super) fn translate(
             }
             Special => match path.as_str() {
                 "http.tls.enabled" => {}
-                "quic.socket.override_defaults" => {}
                 "tcp.socket.nodelay" if tcp_override => {
                     insert(&mut kept, "tcp.nodelay", value.clone())?
                 }
-                "quic.socket.recv_buffer_size" | "quic.socket.send_buffer_size"
-                    if quic_override =>
-                {
-                    quic_buffer = quic_buffer.max(size_of(path, value)?);
-                }
-                "quic.socket.keepalive" => {}
                 "system.logging.max_file_size" => match size_of(path, value)? {
                     0 => warn(
                         path,
@@ -462,13 +452,6 @@ pub(super) fn translate(
                 _ => {}
             },
         }
-    }
-    if quic_buffer > 0 {
-        insert(
-            &mut kept,
-            "quic.socket_buffer_size",
-            toml::Value::Integer(quic_buffer.min(i64::MAX as u64) as i64),
-        )?;
     }
     Ok(Translated {
         table: kept,
@@ -562,14 +545,16 @@ mod tests {
             Some(true)
         );
         assert!(warnings.is_empty(), "{warnings:?}");
-        let (kept, _) = run(
+        // [quic.socket] is ours too.
+        let (kept, warnings) = run(
             "[quic.socket]\noverride_defaults = true\nrecv_buffer_size = \"1 MB\"\nsend_buffer_size = \"64 KB\"\n",
         )
         .unwrap();
         assert_eq!(
-            kept["quic"]["socket_buffer_size"].as_integer(),
-            Some(1_000_000)
+            kept["quic"]["socket"]["recv_buffer_size"].as_str(),
+            Some("1 MB")
         );
+        assert!(warnings.is_empty(), "{warnings:?}");
         let (kept, _) = run("[system.partition]\nenforce_fsync = true\n").unwrap();
         assert_eq!(
             kept["system"]["partition"]["ack_mode"].as_str(),

@@ -21,6 +21,7 @@ use super::{
     with_optional_timeout,
 };
 use crate::admission::BodyPermit;
+use crate::config::UdpSocketOptions;
 use crate::session::{Generation, Session};
 use crate::shard::Shard;
 use bytes::{Bytes, BytesMut};
@@ -59,7 +60,7 @@ const ENDPOINT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(2);
 pub fn bind_group(
     address: SocketAddr,
     count: usize,
-    buffer_bytes: usize,
+    options: UdpSocketOptions,
 ) -> io::Result<Vec<UdpSocket>> {
     if address.port() != 0 {
         // Patient, like the TCP probe: a predecessor killed a moment ago may still hold it.
@@ -69,14 +70,14 @@ pub fn bind_group(
     let mut sockets = Vec::with_capacity(count);
     let mut address = address;
     for _ in 0..count {
-        let socket = reuseport_socket(address, buffer_bytes)?;
+        let socket = reuseport_socket(address, options)?;
         address = socket.local_addr()?;
         sockets.push(socket);
     }
     Ok(sockets)
 }
 
-fn reuseport_socket(address: SocketAddr, buffer_bytes: usize) -> io::Result<UdpSocket> {
+fn reuseport_socket(address: SocketAddr, options: UdpSocketOptions) -> io::Result<UdpSocket> {
     let family = if address.is_ipv4() {
         AddressFamily::Inet
     } else {
@@ -84,9 +85,13 @@ fn reuseport_socket(address: SocketAddr, buffer_bytes: usize) -> io::Result<UdpS
     };
     let fd: OwnedFd = socket::socket(family, SockType::Datagram, SockFlag::SOCK_CLOEXEC, None)?;
     socket::setsockopt(&fd, sockopt::ReusePort, &true)?;
-    // Best effort: the kernel caps these at net.core.{r,w}mem_max.
-    let _ = socket::setsockopt(&fd, sockopt::RcvBuf, &buffer_bytes);
-    let _ = socket::setsockopt(&fd, sockopt::SndBuf, &buffer_bytes);
+    // Best effort, as upstream: the kernel caps these at net.core.{r,w}mem_max.
+    let _ = socket::setsockopt(&fd, sockopt::RcvBuf, &options.recv_buffer);
+    let _ = socket::setsockopt(&fd, sockopt::SndBuf, &options.send_buffer);
+    if options.keepalive {
+        // Upstream sets it; UDP sends no probes (QUIC's own is quic.keep_alive_interval).
+        socket::setsockopt(&fd, sockopt::KeepAlive, &true)?;
+    }
     socket::bind(fd.as_raw_fd(), &SockaddrStorage::from(address))?;
     Ok(UdpSocket::from(fd))
 }
