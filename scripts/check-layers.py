@@ -47,6 +47,7 @@ LAYERS = [
             "permissions",
             "limits",
             "logging",
+            "telemetry",
             "system_info",
             "tls",
             "layout",

@@ -32,6 +32,7 @@ pub mod shard;
 pub mod stats;
 pub mod storage;
 pub mod system_info;
+pub mod telemetry;
 pub mod time;
 pub mod tls;
 pub mod views;

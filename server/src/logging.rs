@@ -19,11 +19,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
-use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
+use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer as _};
 
 /// How many recent log lines a snapshot can include.
 const RECENT_LINES: usize = 2000;
@@ -295,7 +297,11 @@ where
 
 /// Sets up logging from the config. `data_dir` resolves a relative log directory. Fails only
 /// when file output is on and the file cannot be opened.
-pub fn init(config: &LoggingConfig, data_dir: &Path) -> Result<(), String> {
+pub fn init(
+    config: &LoggingConfig,
+    data_dir: &Path,
+    telemetry: &crate::config::TelemetryConfig,
+) -> Result<(), String> {
     let file = if config.file.enabled {
         let directory = config.file_directory(data_dir);
         let file = RotatingFile::open(&directory, config.file.max_size.0, config.file.max_files)
@@ -316,8 +322,7 @@ pub fn init(config: &LoggingConfig, data_dir: &Path) -> Result<(), String> {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&config.level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let lines = tracing_subscriber::fmt::layer()
         .with_ansi(false)
         .event_format(LineFormat {
             format: config.format,
@@ -325,6 +330,11 @@ pub fn init(config: &LoggingConfig, data_dir: &Path) -> Result<(), String> {
         .with_writer(|| TeeWriter {
             line: Vec::with_capacity(256),
         })
+        .with_filter(filter);
+    let export = crate::telemetry::layers(telemetry, &config.level)?;
+    let _ = tracing_subscriber::registry()
+        .with(lines)
+        .with(export)
         .try_init();
     Ok(())
 }

@@ -166,7 +166,13 @@ fn main() -> ExitCode {
         eprintln!("iggy-server: {error}");
         return ExitCode::from(2);
     }
-    if let Err(error) = rill_server::logging::init(&config.logging, &config.system.path) {
+    if let Err(error) = rill_server::server::block_termination_signals() {
+        eprintln!("iggy-server: {error}");
+        return ExitCode::from(2);
+    }
+    if let Err(error) =
+        rill_server::logging::init(&config.logging, &config.system.path, &config.telemetry)
+    {
         eprintln!("iggy-server: {error}");
         return ExitCode::from(2);
     }
@@ -198,12 +204,15 @@ fn main() -> ExitCode {
     // Before any socket or file is opened: 1,000 connections or thousands of partition files
     // need more than the usual soft limit of 1024 descriptors.
     rill_server::limits::raise_and_log_nofile_limit();
-    match rill_server::server::run(config, root) {
+    let outcome = rill_server::server::run(config, root);
+    if let Err(error) = &outcome {
+        tracing::error!("{error}");
+        eprintln!("iggy-server: {error}");
+    }
+    // What the OpenTelemetry exporters still hold, the last lines above included.
+    rill_server::telemetry::shutdown();
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            tracing::error!("{error}");
-            eprintln!("iggy-server: {error}");
-            ExitCode::FAILURE
-        }
+        Err(_) => ExitCode::FAILURE,
     }
 }

@@ -325,7 +325,11 @@ fn remove_orphaned_directories(data_dir: &Path, metadata: &Metadata) {
     }
 }
 
-fn block_termination_signals() -> Result<nix::sys::signal::SigSet, String> {
+/// Blocks SIGINT and SIGTERM in the calling thread and every thread it starts afterwards, so that
+/// only the signal thread's sigwait takes them. main calls it before any thread exists (the
+/// telemetry exporters start with logging): a thread started earlier would take SIGTERM with
+/// its default action and end the process without a shutdown. Idempotent.
+pub fn block_termination_signals() -> Result<nix::sys::signal::SigSet, String> {
     use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
     let mut set = SigSet::empty();
     set.add(Signal::SIGINT);

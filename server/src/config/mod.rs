@@ -31,6 +31,7 @@ pub struct Config {
     pub consumer_group: ConsumerGroupConfig,
     pub http: HttpConfig,
     pub logging: LoggingConfig,
+    pub telemetry: TelemetryConfig,
     pub limits: LimitsConfig,
 }
 

@@ -420,3 +420,28 @@ impl LoggingConfig {
         }
     }
 }
+
+/// `[telemetry]`: OpenTelemetry export of logs and request spans over OTLP.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryConfig {
+    pub enabled: bool,
+    pub service_name: String,
+    pub logs: OtlpExport,
+    pub traces: OtlpExport,
+}
+
+/// Where one signal goes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OtlpExport {
+    pub transport: OtlpTransport,
+    pub endpoint: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OtlpTransport {
+    Grpc,
+    Http,
+}

@@ -173,3 +173,19 @@ fn the_encryption_key_is_read_but_never_shown() {
         "{error}"
     );
 }
+
+#[test]
+fn telemetry_takes_upstream_keys_and_refuses_an_unknown_transport() {
+    let config = load(
+        Some("[telemetry]\nenabled = true\nservice_name = \"svc\"\n[telemetry.traces]\ntransport = \"http\"\n"),
+        &[("IGGY_TELEMETRY_LOGS_ENDPOINT", "http://collector:4317")],
+    )
+    .unwrap();
+    assert!(config.telemetry.enabled);
+    assert_eq!(config.telemetry.service_name, "svc");
+    assert_eq!(config.telemetry.traces.transport, OtlpTransport::Http);
+    assert_eq!(config.telemetry.logs.transport, OtlpTransport::Grpc);
+    assert_eq!(config.telemetry.logs.endpoint, "http://collector:4317");
+    let error = load(None, &[("IGGY_TELEMETRY_LOGS_TRANSPORT", "udp")]).unwrap_err();
+    assert!(error.0.contains("telemetry.logs.transport"), "{error}");
+}

@@ -85,11 +85,6 @@ const KEYS: &[(&str, Rule)] = &[
         "personal_access_token.cleaner.interval",
         Unsupported("\"1 m\"", "expired tokens are removed every minute"),
     ),
-    (
-        "telemetry.enabled",
-        Unsupported("false", "OpenTelemetry export is not implemented"),
-    ),
-    ("telemetry.", Quiet),
     ("system.backup.", Quiet),
     ("system.state.enforce_fsync", Quiet),
     ("system.state.max_file_operation_retries", Quiet),

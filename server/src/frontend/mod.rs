@@ -376,7 +376,23 @@ pub async fn run(
         _ => None,
     };
     let command = request.command();
-    let result = handlers::handle(shard, session, request).await;
+    // Enabled only by the trace export ([telemetry]): otherwise a disabled span costs nothing.
+    // Numbers as i64: OpenTelemetry has no unsigned attributes (u64 would become text).
+    let span = tracing::debug_span!(
+        target: crate::telemetry::REQUEST_SPAN_TARGET,
+        "request",
+        command = command.name(),
+        code = i64::from(command.code()),
+        client_id = i64::from(session.client_id),
+        shard = i64::from(shard.id),
+        status = tracing::field::Empty,
+    );
+    let result =
+        tracing::Instrument::instrument(handlers::handle(shard, session, request), span.clone())
+            .await;
+    if let Err(code) = &result {
+        span.record("status", i64::from(code.code()));
+    }
     match &result {
         Ok(response) => {
             let metrics = &shard.metrics;
