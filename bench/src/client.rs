@@ -20,17 +20,22 @@
 //! lock per request; a benchmark should spend its time in the server, so the hot path here is
 //! `write_all(prebuilt frame)` + `read_exact(header)` + `read_exact(payload into a reused buffer)`.
 
+mod frames;
+mod poll;
+
+pub use frames::{PreparedBatch, encode_frame, prepare_batch};
+pub use poll::{PollSummary, summarise_poll, summarise_v09_poll};
+
 use crate::error::{Error, Result};
 use bytes::{Bytes, BytesMut};
 use rill_core::frame::{RESPONSE_HEADER_SIZE, ResponseHeader, encode_request};
-use rill_core::message::{MessageBatch, MessageIter, OutgoingMessage};
+use rill_core::message::{MessageBatch, OutgoingMessage};
 use rill_core::primitives::{CompressionAlgorithm, Identifier, Name, Partitioning, ShortString};
 use rill_core::requests::*;
 use rill_core::responses::{Stats, StreamDetails, TopicDetails};
-use rill_core::v09::batch::PolledFrames;
 use rill_core::v09::client::{ClientSession, OutgoingRequest, ReplyError, read_reply_header};
 use rill_core::v09::header::HEADER_SIZE as V09_HEADER_SIZE;
-use rill_core::{Decode, ErrorCode, Reader, Request};
+use rill_core::{Decode, ErrorCode, Request};
 use rill_sdk::transport::{Connection as SdkConnection, OutgoingFrame, PermanentFailure};
 use rill_sdk::{ClientConfig, Protocol, QuicOptions, TlsOptions, TransportKind};
 use std::io::{IoSlice, Read, Write};
@@ -43,8 +48,6 @@ const CLIENT_VERSION: &str = "0.10.0";
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A response larger than this means the stream is desynchronised.
 const MAX_RESPONSE_BYTES: usize = 1 << 30;
-/// A stored message's header: the unit message bytes are counted in.
-const V08_MESSAGE_HEADER: usize = rill_core::message::HEADER_SIZE;
 
 /// The transports `iggy-bench` knows by name; TCP (plain or TLS) and QUIC are implemented.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -104,20 +107,6 @@ impl Endpoint {
             _ => None,
         }
     }
-}
-
-/// A poll's outcome, read without copying the messages out of the receive buffer.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PollSummary {
-    pub partition_id: u32,
-    pub current_offset: u64,
-    pub messages: u32,
-    /// Bytes of the messages section (headers, payloads, user headers).
-    pub bytes: u64,
-    /// Bytes of payload only.
-    pub payload_bytes: u64,
-    /// Offset of the last message returned, if any.
-    pub last_offset: Option<u64>,
 }
 
 /// A session through one of the SDK's transports, driven synchronously.
@@ -560,125 +549,6 @@ fn valid_name(name: &str) -> Result<Name> {
     Name::new(name).map_err(|_| Error::Usage(format!("invalid name '{name}'")))
 }
 
-/// The 16-byte head both generations' poll replies start with, as an empty summary, and the
-/// bytes after it.
-fn poll_head(payload: &[u8]) -> Result<(PollSummary, &[u8])> {
-    let decode = |error| Error::Decode("poll messages", error);
-    let mut reader = Reader::new(payload);
-    let partition_id = reader.u32("partition id").map_err(decode)?;
-    let current_offset = reader.u64("current offset").map_err(decode)?;
-    let _declared_count = reader.u32("messages count").map_err(decode)?;
-    let summary = PollSummary {
-        partition_id,
-        current_offset,
-        ..PollSummary::default()
-    };
-    Ok((summary, reader.rest()))
-}
-
-impl PollSummary {
-    /// Counts one message: its stored size (64-byte header included), payload and offset.
-    fn count(&mut self, stored_bytes: usize, payload_bytes: usize, offset: u64) {
-        self.messages += 1;
-        self.bytes += stored_bytes as u64;
-        self.payload_bytes += payload_bytes as u64;
-        self.last_offset = Some(offset);
-    }
-}
-
-/// Reads a PollMessages response payload (protocol.md 6.5) and walks its messages by their
-/// header lengths, as the official SDK does.
-pub fn summarise_poll(payload: &[u8]) -> Result<PollSummary> {
-    let (mut summary, messages) = poll_head(payload)?;
-    for message in MessageIter::new(messages) {
-        let message = message.map_err(|error| Error::Decode("poll messages", error))?;
-        summary.count(message.size(), message.payload().len(), message.offset());
-    }
-    Ok(summary)
-}
-
-/// Reads a 0.9 PollMessages reply (protocol-0.9.md 6.7) by walking its batches and frames by
-/// their lengths, as the official SDK does. Bytes are counted as stored (64-byte headers), the
-/// same measure as a 0.8 poll's.
-pub fn summarise_v09_poll(body: &[u8]) -> Result<PollSummary> {
-    let (mut summary, batches) = poll_head(body)?;
-    for frame in PolledFrames::new(batches) {
-        let frame = frame.map_err(|error| Error::Decode("poll messages", error))?;
-        let stored = V08_MESSAGE_HEADER + frame.payload.len() + frame.user_headers.len();
-        summary.count(stored, frame.payload.len(), frame.offset);
-    }
-    Ok(summary)
-}
-
-/// Encodes a whole request frame (header and payload) once, to be sent many times.
-pub fn encode_frame(request: &Request) -> Bytes {
-    let mut frame = BytesMut::with_capacity(8 + request.payload_len());
-    encode_request(request, &mut frame);
-    frame.freeze()
-}
-
-/// A SendMessages frame built once and resent, with what it carries.
-#[derive(Debug, Clone)]
-pub struct PreparedBatch {
-    pub frame: Bytes,
-    pub messages: u32,
-    /// Bytes of the messages (64-byte headers included), as a poll would return them.
-    pub bytes: u64,
-    /// Bytes of payload only.
-    pub payload_bytes: u64,
-}
-
-/// Builds SendMessages frames of `protocol` for `stream/topic` with the given partitioning.
-/// Message `i` of a batch carries id `i + 1` (so the server does not spend time drawing random
-/// ids) and a payload of `sizes[i]` bytes of a repeating pattern. A 0.9 frame is the header
-/// (renumbered by [`Connection::send_frame`]) followed by the body.
-pub fn prepare_batch(
-    stream: &Identifier,
-    topic: &Identifier,
-    partitioning: &Partitioning,
-    sizes: &[u32],
-    protocol: Protocol,
-) -> PreparedBatch {
-    let messages: Vec<OutgoingMessage> = sizes
-        .iter()
-        .enumerate()
-        .map(|(i, &size)| OutgoingMessage {
-            id: i as u128 + 1,
-            origin_timestamp: 0,
-            payload: Bytes::from(
-                (0..size)
-                    .map(|byte| b'a' + (byte % 26) as u8)
-                    .collect::<Vec<u8>>(),
-            ),
-            user_headers: Bytes::new(),
-        })
-        .collect();
-    let batch = MessageBatch::from_messages(&messages);
-    let bytes = batch.size() as u64;
-    let request: Request = SendMessages {
-        stream_id: stream.clone(),
-        topic_id: topic.clone(),
-        partitioning: partitioning.clone(),
-        batch,
-    }
-    .into();
-    let frame = match protocol {
-        Protocol::V08 => encode_frame(&request),
-        Protocol::V09 => {
-            let sent = ClientSession::new(1, "iggy-bench", env!("CARGO_PKG_VERSION"))
-                .and_then(|mut session| session.encode(&request))
-                .expect("a benchmark batch spans no time, so it encodes");
-            [&sent.header[..], &sent.body].concat().into()
-        }
-    };
-    PreparedBatch {
-        frame,
-        messages: sizes.len() as u32,
-        bytes,
-        payload_bytes: sizes.iter().map(|&size| u64::from(size)).sum(),
-    }
-}
-
 /// Whether an error is the server saying that something already exists.
 pub fn is_already_exists(error: &Error) -> bool {
     matches!(
@@ -693,56 +563,4 @@ pub fn is_already_exists(error: &Error) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use rill_core::message::encode_poll_header;
-
-    #[test]
-    fn prepared_batches_decode_as_the_server_would() {
-        let batch = prepare_batch(
-            &Identifier::named("bench-stream-1").unwrap(),
-            &Identifier::numeric(0),
-            &Partitioning::PartitionId(0),
-            &[10, 20, 30],
-            Protocol::V08,
-        );
-        assert_eq!(batch.messages, 3);
-        assert_eq!(batch.payload_bytes, 60);
-        assert_eq!(batch.bytes, 3 * 64 + 60);
-        let header = rill_core::frame::RequestHeader::parse(batch.frame[..8].try_into().unwrap());
-        assert_eq!(header.code, 101);
-        assert_eq!(header.length as usize, batch.frame.len() - 4);
-        let decoded = SendMessages::decode_owned(BytesMut::from(&batch.frame[8..])).unwrap();
-        assert_eq!(decoded.batch.count(), 3);
-        let payload_sizes: Vec<_> = decoded.batch.iter().map(|m| m.payload().len()).collect();
-        assert_eq!(payload_sizes, [10, 20, 30]);
-    }
-
-    #[test]
-    fn poll_summaries_count_messages_and_bytes() {
-        let batch = MessageBatch::from_messages(&[
-            OutgoingMessage::new(&b"hello"[..]),
-            OutgoingMessage::new(&b"world!"[..]),
-        ]);
-        let mut batch = MessageBatch::from_stored(batch.into_bytes()).unwrap();
-        batch.stamp(41, 7, || 9);
-        let mut payload = encode_poll_header(3, 42, 2).to_vec();
-        payload.extend_from_slice(batch.as_bytes());
-        let summary = summarise_poll(&payload).unwrap();
-        assert_eq!(
-            summary,
-            PollSummary {
-                partition_id: 3,
-                current_offset: 42,
-                messages: 2,
-                bytes: 2 * 64 + 11,
-                payload_bytes: 11,
-                last_offset: Some(42),
-            }
-        );
-        let empty = summarise_poll(&encode_poll_header(0, 0, 0)).unwrap();
-        assert_eq!(empty.messages, 0);
-        assert_eq!(empty.last_offset, None);
-        assert!(summarise_poll(&payload[..20]).is_err());
-    }
-}
+mod tests;

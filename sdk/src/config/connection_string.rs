@@ -1,0 +1,241 @@
+//! `ClientConfig::from_connection_string` and the option parsers it uses.
+
+use super::*;
+
+impl ClientConfig {
+    /// Parses `iggy://user:password@host:port?options` (see the module documentation).
+    pub fn from_connection_string(text: &str) -> Result<Self> {
+        let invalid = |message: &str| Error::InvalidConnectionString(message.to_owned());
+        let (scheme, rest) = text
+            .split_once("://")
+            .ok_or_else(|| invalid("expected iggy://user:password@host:port"))?;
+        let mut config = ClientConfig::default();
+        let mut default_port = 8090;
+        match scheme {
+            "iggy" | "iggy+tcp" => {}
+            "iggy+tls" | "iggy+tcps" => {
+                config.transport = TransportKind::TcpTls(TlsOptions::default())
+            }
+            "iggy+quic" => {
+                config.transport = TransportKind::Quic(QuicOptions::default());
+                default_port = 8080;
+            }
+            other => {
+                return Err(invalid(&format!(
+                    "unsupported scheme '{other}' (expected iggy, iggy+tcp, iggy+tls or iggy+quic)"
+                )));
+            }
+        }
+        let (authority, query) = match rest.split_once('?') {
+            Some((authority, query)) => (authority, Some(query)),
+            None => (rest, None),
+        };
+        let authority = authority.trim_end_matches('/');
+        let (user_info, host) = match authority.rsplit_once('@') {
+            Some((user_info, host)) => (Some(user_info), host),
+            None => (None, authority),
+        };
+        if host.is_empty() {
+            return Err(invalid("missing host"));
+        }
+        config.address = if host.contains(':') && !host.ends_with(']') {
+            let (_, port) = host.rsplit_once(':').expect("contains ':'");
+            port.parse::<u16>()
+                .map_err(|_| invalid(&format!("invalid port '{port}'")))?;
+            host.to_owned()
+        } else {
+            format!("{host}:{default_port}")
+        };
+        config.credentials = match user_info {
+            None => Credentials::None,
+            Some(user_info) => match user_info.split_once(':') {
+                Some((username, password)) => {
+                    if username.is_empty() {
+                        return Err(invalid("empty username"));
+                    }
+                    Credentials::UsernamePassword {
+                        username: percent_decode(username)?,
+                        password: percent_decode(password)?,
+                    }
+                }
+                None if user_info.is_empty() => return Err(invalid("empty credentials")),
+                None => Credentials::PersonalAccessToken(percent_decode(user_info)?),
+            },
+        };
+        for pair in query.into_iter().flat_map(|q| q.split('&')) {
+            if pair.is_empty() {
+                continue;
+            }
+            let (key, value) = pair.split_once('=').unwrap_or((pair, "true"));
+            config.apply_option(key, value)?;
+        }
+        Ok(config)
+    }
+
+    fn apply_option(&mut self, key: &str, value: &str) -> Result<()> {
+        let invalid =
+            || Error::InvalidConnectionString(format!("invalid value for {key}: {value}"));
+        match key {
+            "tls" => match (parse_bool(value).ok_or_else(invalid)?, &self.transport) {
+                (_, TransportKind::Quic(_)) => {
+                    return Err(Error::InvalidConnectionString(
+                        "tls applies to TCP; QUIC is always encrypted".to_owned(),
+                    ));
+                }
+                (true, TransportKind::Tcp) => {
+                    self.transport = TransportKind::TcpTls(TlsOptions::default())
+                }
+                (true, _) => {}
+                (false, _) => self.transport = TransportKind::Tcp,
+            },
+            "tls_domain" | "tls_validate_certificate" => {
+                let TransportKind::TcpTls(options) = &mut self.transport else {
+                    return Err(Error::InvalidConnectionString(format!(
+                        "{key} needs tls=true (or iggy+tls://)"
+                    )));
+                };
+                match key {
+                    "tls_domain" => options.domain = Some(value.to_owned()),
+                    _ => options.validate_certificate = parse_bool(value).ok_or_else(invalid)?,
+                }
+            }
+            "tls_ca_file" => match &mut self.transport {
+                TransportKind::TcpTls(options) => options.ca_file = Some(value.to_owned()),
+                TransportKind::Quic(options) => options.ca_file = Some(value.to_owned()),
+                TransportKind::Tcp => {
+                    return Err(Error::InvalidConnectionString(
+                        "tls_ca_file needs tls=true (or iggy+tls://)".to_owned(),
+                    ));
+                }
+            },
+            "server_name"
+            | "client_address"
+            | "validate_certificate"
+            | "response_buffer_size"
+            | "keep_alive_interval"
+            | "max_idle_timeout"
+            | "max_concurrent_bidi_streams"
+            | "datagram_send_buffer_size"
+            | "initial_mtu"
+            | "send_window"
+            | "receive_window" => {
+                let TransportKind::Quic(options) = &mut self.transport else {
+                    return Err(Error::InvalidConnectionString(format!(
+                        "{key} is a QUIC option (use iggy+quic://)"
+                    )));
+                };
+                let optional_duration = |value: &str| match value {
+                    "0" | "none" | "disabled" => Some(None),
+                    _ => parse_duration(value).map(Some),
+                };
+                match key {
+                    "server_name" => options.server_name = value.to_owned(),
+                    "client_address" => options.client_address = Some(value.to_owned()),
+                    "validate_certificate" => {
+                        options.validate_certificate = parse_bool(value).ok_or_else(invalid)?
+                    }
+                    "response_buffer_size" => {
+                        options.response_buffer_size = value.parse().map_err(|_| invalid())?
+                    }
+                    "keep_alive_interval" => {
+                        options.keep_alive_interval =
+                            optional_duration(value).ok_or_else(invalid)?
+                    }
+                    "max_idle_timeout" => {
+                        options.max_idle_timeout = optional_duration(value).ok_or_else(invalid)?
+                    }
+                    "max_concurrent_bidi_streams" => {
+                        options.max_concurrent_bidi_streams =
+                            value.parse().map_err(|_| invalid())?
+                    }
+                    "datagram_send_buffer_size" => {
+                        options.datagram_send_buffer_size = value.parse().map_err(|_| invalid())?
+                    }
+                    "initial_mtu" => options.initial_mtu = value.parse().map_err(|_| invalid())?,
+                    "send_window" => options.send_window = value.parse().map_err(|_| invalid())?,
+                    _ => options.receive_window = value.parse().map_err(|_| invalid())?,
+                }
+            }
+            "nodelay" => self.nodelay = parse_bool(value).ok_or_else(invalid)?,
+            "protocol" => self.protocol = Protocol::parse(value).ok_or_else(invalid)?,
+            "request_timeout" => {
+                self.request_timeout = parse_duration(value).ok_or_else(invalid)?
+            }
+            "connect_timeout" => {
+                self.connect_timeout = parse_duration(value).ok_or_else(invalid)?
+            }
+            "heartbeat_interval" => {
+                self.heartbeat_interval = match value {
+                    "none" | "0" | "disabled" => None,
+                    _ => Some(parse_duration(value).ok_or_else(invalid)?),
+                }
+            }
+            "reconnection" => self.reconnect.enabled = parse_bool(value).ok_or_else(invalid)?,
+            "reconnection_retries" | "reconnection_max_retries" => {
+                self.reconnect.max_attempts = match value {
+                    "unlimited" => None,
+                    _ => Some(value.parse().map_err(|_| invalid())?),
+                }
+            }
+            "reconnection_interval" => {
+                self.reconnect.initial_backoff = parse_duration(value).ok_or_else(invalid)?
+            }
+            "reconnection_max_interval" => {
+                self.reconnect.max_backoff = parse_duration(value).ok_or_else(invalid)?
+            }
+            _ => {
+                return Err(Error::InvalidConnectionString(format!(
+                    "unknown option '{key}'"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn parse_bool(value: &str) -> Option<bool> {
+    match value {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// Parses `250ms`, `5s`, `2m`, `1h`, `1500us` or a bare number of milliseconds.
+pub fn parse_duration(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    let split = value
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(value.len());
+    let (number, unit) = value.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    Some(match unit {
+        "" | "ms" => Duration::from_millis(number),
+        "us" => Duration::from_micros(number),
+        "s" => Duration::from_secs(number),
+        "m" | "min" => Duration::from_secs(number.checked_mul(60)?),
+        "h" => Duration::from_secs(number.checked_mul(3600)?),
+        _ => return None,
+    })
+}
+
+/// Decodes `%XX` escapes so passwords may contain `@`, `:` or `/`.
+pub(super) fn percent_decode(text: &str) -> Result<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text
+                .get(i + 1..i + 3)
+                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+                .ok_or_else(|| Error::InvalidConnectionString("bad % escape".to_owned()))?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| Error::InvalidConnectionString("invalid UTF-8".to_owned()))
+}
