@@ -367,7 +367,14 @@ fn messages_send_poll_flush_and_follow() {
             }
         }
     });
-    std::thread::sleep(Duration::from_millis(300));
+    // The follower is running once it has printed the partition's last message; what is sent
+    // after that must be followed.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut seen = vec![
+        lines_rx
+            .recv_timeout(Duration::from_secs(15))
+            .expect("follow prints the last stored message first"),
+    ];
     env.run(&[
         "message",
         "send",
@@ -378,8 +385,6 @@ fn messages_send_poll_flush_and_follow() {
         "followed-1",
         "followed-2",
     ]);
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let mut seen = Vec::new();
     while !seen.iter().any(|line: &String| line.contains("followed-2")) {
         let remaining = deadline.saturating_duration_since(Instant::now());
         match lines_rx.recv_timeout(remaining) {

@@ -5,14 +5,16 @@
 //! to start with a clear message and change nothing.
 
 use bytes::Bytes;
-use iggy::prelude::{IggyMessage, Partitioning, UserClient as _, UserStatus};
+use iggy::prelude::{
+    IggyMessage, MessageClient as _, Partitioning, PollingStrategy, UserClient as _, UserStatus,
+};
 use iggy_v011::prelude as v11;
 use iggy_v011::prelude::MessageClient as _;
 use rill_integration::binary::run_to_exit;
 use rill_integration::fixtures::{
     assert_messages, expected_of, headers_for, poll_from, send_batch,
 };
-use rill_integration::sdk::{create_stream, create_topic, id, root_client};
+use rill_integration::sdk::{consumer, create_stream, create_topic, id, root_client};
 use rill_integration::{ServerOptions, TestServer, sdk_v011};
 use std::path::Path;
 
@@ -61,8 +63,9 @@ fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
     found
 }
 
-/// Sizes of every file under `dir`, to show that a refused start changed nothing.
-fn file_sizes(dir: &Path) -> Vec<(String, u64)> {
+/// Every file under `dir` with a hash of its content, to show that a refused start changed
+/// nothing.
+fn file_digests(dir: &Path) -> Vec<(String, u64)> {
     let mut sizes = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -71,7 +74,11 @@ fn file_sizes(dir: &Path) -> Vec<(String, u64)> {
             if path.is_dir() {
                 stack.push(path);
             } else {
-                sizes.push((path.display().to_string(), path.metadata().unwrap().len()));
+                let content = std::fs::read(&path).unwrap();
+                sizes.push((
+                    path.display().to_string(),
+                    xxhash_rust::xxh3::xxh3_64(&content),
+                ));
             }
         }
     }
@@ -197,7 +204,7 @@ async fn both_generations_read_back_what_is_stored_encrypted_and_only_with_the_k
     server.stop();
 
     // Without the key, or with another, the start is refused and nothing changes.
-    let before = file_sizes(&data);
+    let before = file_digests(&data);
     let text = refused_start(&data, &[]);
     assert!(text.contains("written with encryption at rest"), "{text}");
     let text = refused_start(
@@ -209,7 +216,31 @@ async fn both_generations_read_back_what_is_stored_encrypted_and_only_with_the_k
     );
     assert!(text.contains("not the key the data"), "{text}");
     assert!(!text.contains(OTHER_KEY), "{text}");
-    assert_eq!(file_sizes(&data), before);
+    assert_eq!(file_digests(&data), before);
+
+    // A byte of ciphertext changed on disk: with the checksum not verified on read, the
+    // authentication refuses it (72), counted with the checksum mismatches.
+    let log = data.join("streams/0/topics/0/partitions/0/00000000000000000000.log");
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes[64 + 12 + 3] ^= 0x40;
+    std::fs::write(&log, &bytes).unwrap();
+    server.set_env("IGGY_SYSTEM_PARTITION_VERIFY_CHECKSUMS_ON_READ", "none");
+    server.start_again();
+    let client = root_client(&server).await;
+    let error = client
+        .poll_messages(
+            &id(0),
+            &id(0),
+            Some(0),
+            &consumer(4),
+            &PollingStrategy::offset(0),
+            10,
+            false,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error.as_code(), 72, "CannotDecryptData: {error}");
+    assert!(server.log().contains("cannot be decrypted"));
 }
 
 #[tokio::test]
@@ -224,7 +255,7 @@ async fn encryption_cannot_be_turned_on_over_plaintext_data() {
         !files_containing(&data, b"plain").is_empty(),
         "without encryption the metadata log holds the name (the scan finds what is there)"
     );
-    let before = file_sizes(&data);
+    let before = file_digests(&data);
     let text = refused_start(
         &data,
         &[
@@ -233,7 +264,7 @@ async fn encryption_cannot_be_turned_on_over_plaintext_data() {
         ],
     );
     assert!(text.contains("written without encryption"), "{text}");
-    assert_eq!(file_sizes(&data), before, "nothing written");
+    assert_eq!(file_digests(&data), before, "nothing written");
     // And the plaintext server still starts as it was.
     server.start_again();
     let client = root_client(&server).await;

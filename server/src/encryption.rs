@@ -11,7 +11,8 @@
 //! message  header (64 bytes, in the clear; payload_length = plaintext payload + 28)
 //!          nonce 12 | AES-256-GCM(payload ++ user headers) | tag 16
 //!          AAD: id u128 ++ origin_timestamp u64 ++ user_headers_length u32 (LE, as stored)
-//! record   nonce 12 | AES-256-GCM(encoded op) | tag 16, AAD: the record's sequence u64 LE
+//! record   nonce 12 | AES-256-GCM(encoded op) | tag 16, AAD: where it sits (metadata/log.rs:
+//!          "log" + sequence, or "snapshot" + covered sequence + index)
 //! ```
 //!
 //! Nonces are never derived from offsets: an offset is reused after a failed write, a `memory`
@@ -49,7 +50,8 @@ const ORIGIN_TIMESTAMP: usize = 40;
 const USER_HEADERS_LENGTH: usize = 48;
 const PAYLOAD_LENGTH: usize = 52;
 
-/// The operator's key, as HKDF's pseudo-random key: the raw bytes are dropped once parsed.
+/// The operator's key, as HKDF's pseudo-random key (this type keeps no copy of the raw bytes;
+/// the server clears the configuration's copy once it has parsed it).
 pub struct MasterKey(Prk);
 
 impl std::fmt::Debug for MasterKey {
@@ -293,8 +295,8 @@ impl std::fmt::Debug for RecordCipher {
 }
 
 impl RecordCipher {
-    /// `plain` sealed under a random nonce, bound to `sequence`.
-    pub fn seal(&self, sequence: u64, plain: &[u8]) -> Vec<u8> {
+    /// `plain` sealed under a random nonce, bound to `aad` (where the record sits).
+    pub fn seal(&self, aad: &[u8], plain: &[u8]) -> Vec<u8> {
         let nonce: [u8; NONCE_LEN] = rand::random();
         let mut out = Vec::with_capacity(plain.len() + OVERHEAD);
         out.extend_from_slice(&nonce);
@@ -303,7 +305,7 @@ impl RecordCipher {
             .0
             .seal_in_place_separate_tag(
                 Nonce::assume_unique_for_key(nonce),
-                Aad::from(sequence.to_le_bytes()),
+                Aad::from(aad),
                 &mut out[NONCE_LEN..],
             )
             .expect("a metadata record is far below AES-GCM's length limit");
@@ -311,8 +313,9 @@ impl RecordCipher {
         out
     }
 
-    /// The plaintext of a sealed record, or None if it fails authentication.
-    pub fn open(&self, sequence: u64, sealed: &[u8]) -> Option<Vec<u8>> {
+    /// The plaintext of a sealed record, or None if it fails authentication (or was sealed
+    /// with another `aad`).
+    pub fn open(&self, aad: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
         if sealed.len() < OVERHEAD {
             return None;
         }
@@ -322,7 +325,7 @@ impl RecordCipher {
             .0
             .open_in_place(
                 Nonce::assume_unique_for_key(nonce),
-                Aad::from(sequence.to_le_bytes()),
+                Aad::from(aad),
                 &mut in_out,
             )
             .ok()?

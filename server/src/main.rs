@@ -197,6 +197,7 @@ fn main() -> ExitCode {
         Ok(root) => root,
         Err(error) => {
             tracing::error!("{error}");
+            rill_server::telemetry::shutdown();
             return ExitCode::from(2);
         }
     };

@@ -34,7 +34,7 @@ enum Event {
     reason = "boot: runs before any shard serves"
 )]
 /// Runs the server until SIGINT or SIGTERM. Returns an error message for a failed start.
-pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
+pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
     let data_dir = config.system.path.clone();
     std::fs::create_dir_all(data_dir.join("streams")).map_err(|error| {
         format!(
@@ -56,6 +56,9 @@ pub fn run(config: Config, root: RootCredentials) -> Result<(), String> {
 
     let state_dir = data_dir.join("state");
     let encryption = config.system.encryption.master_key()?;
+    // Only the derived keys are needed from here on: the configuration the server keeps (and a
+    // snapshot could show) no longer holds the key text. The freed memory is not scrubbed.
+    config.system.encryption.key = Default::default();
     let has_metadata = [log::LOG_FILE, log::SNAPSHOT_FILE].iter().any(|file| {
         std::fs::metadata(state_dir.join(file)).is_ok_and(|metadata| metadata.len() > 0)
     });

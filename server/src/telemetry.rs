@@ -134,16 +134,20 @@ fn log_exporter(export: &OtlpExport) -> Result<LogExporter, String> {
     built.map_err(|error| format!("telemetry.logs.endpoint {:?}: {error}", export.endpoint))
 }
 
-/// Exports what is still queued and stops the exporters (at shutdown; bounded by the SDK's
-/// export timeout). Does nothing when telemetry is off.
+/// How long each exporter may take to send what is still queued at exit: a collector that
+/// accepts but never answers must not hold the process past an orchestrator's stop grace.
+const SHUTDOWN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Exports what is still queued and stops the exporters (at exit, at most SHUTDOWN_TIMEOUT
+/// each). Does nothing when telemetry is off.
 pub fn shutdown() {
     let Some(providers) = PROVIDERS.get().and_then(|slot| slot.lock().ok()?.take()) else {
         return;
     };
-    if let Err(error) = providers.tracer.shutdown() {
+    if let Err(error) = providers.tracer.shutdown_with_timeout(SHUTDOWN_TIMEOUT) {
         eprintln!("iggy-server: telemetry: exporting the last spans failed: {error}");
     }
-    if let Err(error) = providers.logger.shutdown() {
+    if let Err(error) = providers.logger.shutdown_with_timeout(SHUTDOWN_TIMEOUT) {
         eprintln!("iggy-server: telemetry: exporting the last log records failed: {error}");
     }
 }

@@ -1,7 +1,11 @@
 //! The checks after each restart (see the module documentation of `crash_cycles`): every
 //! partition read whole and compared with what was acknowledged and shown, then the metadata.
 
-use super::*;
+use super::model::*;
+use crate::server::ROOT_USERNAME;
+use bytes::Bytes;
+use iggy::prelude::*;
+use std::collections::{BTreeMap, HashMap};
 
 /// Reads a whole partition: (offset, id, payload) in order, dense from the first stored
 /// offset. A read that a concurrent retention cut (a gap appears) is started again.

@@ -1,7 +1,10 @@
 //! What runs against the server during a cycle: a producer and a consumer per partition, and a
 //! worker changing metadata, each recording what the server acknowledged.
 
-use super::*;
+use super::model::*;
+use iggy::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 pub(super) async fn produce(
     client: Result<IggyClient, IggyError>,

@@ -128,6 +128,25 @@ impl Config {
 
     fn validate(&self) -> Result<(), ConfigError> {
         self.system.encryption.master_key().map_err(ConfigError)?;
+        if self.telemetry.enabled {
+            for (key, export) in [
+                ("telemetry.logs.endpoint", &self.telemetry.logs),
+                ("telemetry.traces.endpoint", &self.telemetry.traces),
+            ] {
+                if export
+                    .endpoint
+                    .trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("https:")
+                {
+                    return Err(ConfigError(format!(
+                        "{key} = {:?}: TLS to the collector is not supported yet; use an \
+                         http:// endpoint (a collector or agent on the same host or network)",
+                        export.endpoint
+                    )));
+                }
+            }
+        }
         let segment = self.system.segment.size.0;
         if !(4096..=crate::storage::MAX_SEGMENT_SIZE_BYTES).contains(&segment)
             || !segment.is_multiple_of(4096)

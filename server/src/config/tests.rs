@@ -188,4 +188,17 @@ fn telemetry_takes_upstream_keys_and_refuses_an_unknown_transport() {
     assert_eq!(config.telemetry.logs.endpoint, "http://collector:4317");
     let error = load(None, &[("IGGY_TELEMETRY_LOGS_TRANSPORT", "udp")]).unwrap_err();
     assert!(error.0.contains("telemetry.logs.transport"), "{error}");
+    // TLS to the collector would silently export nothing: refused.
+    let error = load(
+        None,
+        &[
+            ("IGGY_TELEMETRY_ENABLED", "true"),
+            (
+                "IGGY_TELEMETRY_TRACES_ENDPOINT",
+                "https://collector:4318/v1/traces",
+            ),
+        ],
+    )
+    .unwrap_err();
+    assert!(error.0.contains("telemetry.traces.endpoint"), "{error}");
 }

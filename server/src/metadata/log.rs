@@ -13,7 +13,9 @@
 //!                           rebuilding the whole state (their sequence fields are 0..n)
 //! ```
 //! With `[system.encryption]` on, each payload is sealed (`encryption::RecordCipher`: nonce,
-//! AES-256-GCM ciphertext, tag; bound to the sequence) and the checksum covers the sealed bytes.
+//! AES-256-GCM ciphertext, tag), bound to where it sits (`Place`: a log record to its sequence,
+//! a snapshot record to its index and the snapshot's covered_sequence, which authenticates that
+//! header field too), and the checksum covers the sealed bytes.
 //! A snapshot is written to a temporary file, fsynced and renamed over the old one, so it is
 //! either the old or the new one. Log records with a sequence at or below the snapshot's
 //! `covered_sequence` are skipped at replay, so a crash between the rename and the log's
@@ -45,10 +47,39 @@ fn record_checksum(sequence: u64, payload: &[u8]) -> u64 {
     hasher.digest()
 }
 
-fn put_record(out: &mut Vec<u8>, sequence: u64, op: &MetadataOp, cipher: Option<&RecordCipher>) {
+/// Where a record sits, which a sealed record is bound to: a log record to its sequence, a
+/// snapshot record to its index and to the sequence its snapshot covers. A record therefore
+/// cannot be moved from the log into a snapshot, or from one snapshot into another.
+#[derive(Debug, Clone, Copy)]
+enum Place {
+    Log,
+    Snapshot { covered_sequence: u64 },
+}
+
+impl Place {
+    fn aad(self, sequence: u64) -> Vec<u8> {
+        let mut aad = Vec::with_capacity(24);
+        match self {
+            Place::Log => aad.extend_from_slice(b"log\0"),
+            Place::Snapshot { covered_sequence } => {
+                aad.extend_from_slice(b"snapshot");
+                aad.extend_from_slice(&covered_sequence.to_le_bytes());
+            }
+        }
+        aad.extend_from_slice(&sequence.to_le_bytes());
+        aad
+    }
+}
+
+fn put_record(
+    out: &mut Vec<u8>,
+    sequence: u64,
+    op: &MetadataOp,
+    sealing: Option<(&RecordCipher, Place)>,
+) {
     let encoded = codec::encode(op);
-    let payload = match cipher {
-        Some(cipher) => cipher.seal(sequence, &encoded),
+    let payload = match sealing {
+        Some((cipher, place)) => cipher.seal(&place.aad(sequence), &encoded),
         None => encoded,
     };
     let payload = &payload[..];
@@ -65,7 +96,7 @@ fn put_record(out: &mut Vec<u8>, sequence: u64, op: &MetadataOp, cipher: Option<
 #[allow(clippy::type_complexity)]
 fn read_records(
     bytes: &[u8],
-    cipher: Option<&RecordCipher>,
+    sealing: Option<(&RecordCipher, Place)>,
 ) -> Result<(Vec<(u64, MetadataOp, usize)>, usize), String> {
     let mut records = Vec::new();
     let mut position = 0;
@@ -83,9 +114,9 @@ fn read_records(
             break;
         }
         let opened;
-        let plain = match cipher {
-            Some(cipher) => {
-                opened = cipher.open(sequence, payload).ok_or_else(|| {
+        let plain = match sealing {
+            Some((cipher, place)) => {
+                opened = cipher.open(&place.aad(sequence), payload).ok_or_else(|| {
                     format!("record {sequence} cannot be decrypted with the configured key")
                 })?;
                 &opened[..]
@@ -158,9 +189,11 @@ pub fn recover(dir: &Path, cipher: Option<&RecordCipher>) -> Result<Recovered, M
             covered_sequence = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes"));
             let checksum = u64::from_le_bytes(bytes[20..28].try_into().expect("8 bytes"));
             let body = &bytes[SNAPSHOT_HEADER_SIZE..];
-            let (records, valid) = read_records(body, cipher).map_err(|error| {
-                MetadataLogError(format!("{}: {error}", snapshot_path.display()))
-            })?;
+            let place = Place::Snapshot { covered_sequence };
+            let (records, valid) = read_records(body, cipher.map(|cipher| (cipher, place)))
+                .map_err(|error| {
+                    MetadataLogError(format!("{}: {error}", snapshot_path.display()))
+                })?;
             if xxhash_rust::xxh3::xxh3_64(body) != checksum || valid != body.len() {
                 return Err(MetadataLogError(format!(
                     "{} is corrupted (checksum mismatch); restore it from a backup or remove it to start from the log alone",
@@ -181,7 +214,7 @@ pub fn recover(dir: &Path, cipher: Option<&RecordCipher>) -> Result<Recovered, M
         Err(error) if error.kind() == io::ErrorKind::NotFound => Vec::new(),
         Err(error) => return Err(io_error("cannot read", &log_path, error)),
     };
-    let (records, valid) = read_records(&bytes, cipher)
+    let (records, valid) = read_records(&bytes, cipher.map(|cipher| (cipher, Place::Log)))
         .map_err(|error| MetadataLogError(format!("{}: {error}", log_path.display())))?;
     let mut next_sequence = covered_sequence + 1;
     let mut replayed_records = 0;
@@ -259,7 +292,8 @@ impl MetadataLog {
     pub async fn append(&mut self, op: &MetadataOp) -> io::Result<()> {
         let mut record = std::mem::take(&mut self.scratch);
         record.clear();
-        put_record(&mut record, self.next_sequence, op, self.cipher.as_ref());
+        let sealing = self.cipher.as_ref().map(|cipher| (cipher, Place::Log));
+        put_record(&mut record, self.next_sequence, op, sealing);
         let record_len = record.len() as u64;
         let mut file = &self.file;
         let compio::BufResult(result, record) = file.write_all_at(record, self.len).await;
@@ -288,8 +322,12 @@ impl MetadataLog {
     /// connections and partitions) never waits on the disk for them.
     pub async fn snapshot(&mut self, state: &Metadata) -> io::Result<()> {
         let mut body = Vec::new();
+        let place = Place::Snapshot {
+            covered_sequence: self.next_sequence - 1,
+        };
+        let sealing = self.cipher.as_ref().map(|cipher| (cipher, place));
         for (index, op) in state.to_ops().iter().enumerate() {
-            put_record(&mut body, index as u64, op, self.cipher.as_ref());
+            put_record(&mut body, index as u64, op, sealing);
         }
         let mut bytes = Vec::with_capacity(SNAPSHOT_HEADER_SIZE + body.len());
         bytes.extend_from_slice(SNAPSHOT_MAGIC);
@@ -471,5 +509,13 @@ mod tests {
             std::fs::metadata(dir.path().join(LOG_FILE)).unwrap().len(),
             log_len
         );
+        // The snapshot's covered_sequence is authenticated by its records: changed by hand
+        // (to skip log records), the snapshot no longer opens.
+        let snapshot_path = dir.path().join(SNAPSHOT_FILE);
+        let mut snapshot = std::fs::read(&snapshot_path).unwrap();
+        snapshot[12] ^= 1;
+        std::fs::write(&snapshot_path, &snapshot).unwrap();
+        let error = recover(dir.path(), Some(&cipher(KEY))).unwrap_err();
+        assert!(error.0.contains("cannot be decrypted"), "{error}");
     }
 }

@@ -1,5 +1,6 @@
-//! Checksum failures of a partition's stored messages: the opt-in boot scan and the refusal of
-//! a poll whose first message fails (counted, logged once per offset).
+//! Integrity failures of a partition's stored messages: the opt-in boot scan, and the refusal of
+//! a poll that meets a message failing its checksum or, with encryption at rest, its
+//! authentication (both counted in `checksum_mismatches`, logged once per offset).
 
 use super::{LocalPartition, storage_error};
 use crate::storage;
@@ -53,5 +54,22 @@ impl LocalPartition {
             );
         }
         error.code()
+    }
+
+    /// A stored message that fails AES-GCM authentication: counted and logged as a checksum
+    /// mismatch is (once per offset), answered CannotDecryptData.
+    pub(super) fn decrypt_error(&self, error: crate::encryption::DecryptError) -> ErrorCode {
+        self.metrics.checksum_mismatches.inc();
+        if error.offset.is_some() && self.reported_mismatch.replace(error.offset) == error.offset {
+            tracing::debug!(partition = %self.key, %error, "poll refused again");
+        } else {
+            tracing::error!(
+                partition = %self.key,
+                %error,
+                "stored message cannot be decrypted (altered on disk, or corrupted): polls \
+                 reaching it are refused with CannotDecryptData"
+            );
+        }
+        ErrorCode::CannotDecryptData
     }
 }

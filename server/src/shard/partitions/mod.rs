@@ -524,10 +524,11 @@ impl LocalPartition {
         polled.count = read.count;
         polled.last_offset = (read.count > 0).then_some(read.last_offset);
         polled.chunks = match &self.cipher {
-            Some(cipher) if read.count > 0 => vec![cipher.open(&read.bytes).map_err(|error| {
-                tracing::error!(partition = %self.key, %error, "cannot decrypt a stored message");
-                ErrorCode::CannotDecryptData
-            })?],
+            Some(cipher) if read.count > 0 => vec![
+                cipher
+                    .open(&read.bytes)
+                    .map_err(|error| self.decrypt_error(error))?,
+            ],
             _ => read.bytes,
         };
         if auto_commit
