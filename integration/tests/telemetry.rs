@@ -258,6 +258,41 @@ async fn wait_for(received: &Received, service: &str) {
     }
 }
 
+/// (name, span id, parent span id, command attribute) of every span received.
+fn span_tree(received: &Received) -> Vec<(String, Vec<u8>, Vec<u8>, String)> {
+    let mut out = Vec::new();
+    for request in received.traces.lock().unwrap().iter() {
+        for resource in &request.resource_spans {
+            for scope in &resource.scope_spans {
+                for span in &scope.spans {
+                    let command = match attribute(&span.attributes, "command") {
+                        Some(any_value::Value::StringValue(command)) => command.clone(),
+                        _ => String::new(),
+                    };
+                    out.push((
+                        span.name.clone(),
+                        span.span_id.clone(),
+                        span.parent_span_id.clone(),
+                        command,
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// How many `child` spans sit inside a `request` span of `command`.
+fn nested(tree: &[(String, Vec<u8>, Vec<u8>, String)], child: &str, command: &str) -> usize {
+    tree.iter()
+        .filter(|span| span.0 == child)
+        .filter(|span| {
+            tree.iter()
+                .any(|parent| parent.0 == "request" && parent.3 == command && parent.1 == span.2)
+        })
+        .count()
+}
+
 // Two workers: the collector must answer while this test's thread blocks on the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logs_and_request_spans_reach_an_otlp_grpc_collector() {
@@ -265,6 +300,48 @@ async fn logs_and_request_spans_reach_an_otlp_grpc_collector() {
     let server = TestServer::start(exporting("grpc", collector, "rill-otel-grpc"));
     make_requests(&server);
     wait_for(&received, "rill-otel-grpc").await;
+
+    // A send's and a poll's storage work is a child of their request span, on whichever shard
+    // owns the partition (two shards: a partition owned by the other one is forwarded).
+    let client = rill_integration::sdk::root_client(&server).await;
+    rill_integration::sdk::create_stream(&client, "s").await;
+    rill_integration::sdk::create_topic(&client, 0, "t", 2).await;
+    for partition in 0..2 {
+        let messages = rill_integration::fixtures::test_messages(partition, 0, 3);
+        rill_integration::fixtures::send_batch(
+            &client,
+            &rill_integration::sdk::id(0),
+            &rill_integration::sdk::id(0),
+            &iggy::prelude::Partitioning::partition_id(partition),
+            messages,
+        )
+        .await;
+        let polled = rill_integration::fixtures::poll_from(
+            &client,
+            &rill_integration::sdk::id(0),
+            &rill_integration::sdk::id(0),
+            partition,
+            0,
+            10,
+        )
+        .await;
+        assert_eq!(polled.len(), 3);
+    }
+    let started = Instant::now();
+    loop {
+        let tree = span_tree(&received);
+        // Both partitions' appends and reads, wherever their owner shard is.
+        if nested(&tree, "storage.append", "SendMessages") >= 2
+            && nested(&tree, "storage.read", "PollMessages") >= 2
+        {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "storage spans not nested in their requests: {tree:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 #[tokio::test]

@@ -116,6 +116,9 @@ pub enum ShardWork {
     Partition {
         key: PartitionKey,
         call: PartitionCall,
+        /// The request's span on the sending shard (disabled unless traces are exported), so
+        /// that the owner's work shows up inside it.
+        span: tracing::Span,
     },
     /// Create (or open, if its files exist) a partition this shard owns and mark it ready.
     OpenPartition { key: PartitionKey, reply: Reply<()> },

@@ -273,8 +273,10 @@ impl Shard {
     /// a poll never waits behind another request's I/O.
     pub async fn handle_work(self: Rc<Self>, work: ShardWork) {
         match work {
-            ShardWork::Partition { key, call } => match self.local_partition(&key) {
-                Some(partition) => partition.serve(call).await,
+            ShardWork::Partition { key, call, span } => match self.local_partition(&key) {
+                Some(partition) => {
+                    tracing::Instrument::instrument(partition.serve(call), span).await
+                }
                 None => call.refuse(ErrorCode::PartitionNotFound),
             },
             ShardWork::OpenPartition { key, reply } => {

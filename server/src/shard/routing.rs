@@ -71,6 +71,7 @@ impl Target<'_> {
         let message = ShardMessage::Work(ShardWork::Partition {
             key: self.key,
             call: call(reply),
+            span: tracing::Span::current(),
         });
         self.shard.shared.inboxes[owner as usize]
             .send_async(message)

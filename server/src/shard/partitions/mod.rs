@@ -341,8 +341,13 @@ impl LocalPartition {
         };
         let messages = u64::from(batch.count());
         let started = std::time::Instant::now();
-        let outcome = storage
-            .append(batch, timestamp)
+        let span = tracing::debug_span!(
+            target: crate::telemetry::REQUEST_SPAN_TARGET,
+            "storage.append",
+            partition_id = i64::from(self.key.partition_id),
+            messages = messages as i64,
+        );
+        let outcome = tracing::Instrument::instrument(storage.append(batch, timestamp), span)
             .await
             .map_err(storage_error)?;
         if let Some(dedup) = &self.dedup {
@@ -516,11 +521,16 @@ impl LocalPartition {
         if start > current {
             return Ok(polled);
         }
-        let read = self
-            .storage()
-            .read(start.max(first), count)
-            .await
-            .map_err(|error| self.read_error(error))?;
+        let span = tracing::debug_span!(
+            target: crate::telemetry::REQUEST_SPAN_TARGET,
+            "storage.read",
+            partition_id = i64::from(self.key.partition_id),
+            offset = start.max(first) as i64,
+        );
+        let read =
+            tracing::Instrument::instrument(self.storage().read(start.max(first), count), span)
+                .await
+                .map_err(|error| self.read_error(error))?;
         polled.count = read.count;
         polled.last_offset = (read.count > 0).then_some(read.last_offset);
         polled.chunks = match &self.cipher {
