@@ -35,56 +35,7 @@ enum Event {
 )]
 /// Runs the server until SIGINT or SIGTERM. Returns an error message for a failed start.
 pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
-    let data_dir = config.system.path.clone();
-    std::fs::create_dir_all(data_dir.join("streams")).map_err(|error| {
-        format!(
-            "cannot create data directory {}: {error}",
-            data_dir.display()
-        )
-    })?;
-    // A data directory made by an older version, or by hand, may be open to others: close it
-    // (what is inside is then unreachable for them whatever its own mode). A directory owned by
-    // another user (a bind mount) cannot be changed: say so, and go on.
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if let Err(error) =
-            std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700))
-        {
-            tracing::warn!(path = %data_dir.display(), %error, "cannot make the data directory private (mode 0700)");
-        }
-    }
-
-    let state_dir = data_dir.join("state");
-    let encryption = config.system.encryption.master_key()?;
-    // Only the derived keys are needed from here on: the configuration the server keeps (and a
-    // snapshot could show) no longer holds the key text. The freed memory is not scrubbed.
-    config.system.encryption.key = Default::default();
-    let has_metadata = [log::LOG_FILE, log::SNAPSHOT_FILE].iter().any(|file| {
-        std::fs::metadata(state_dir.join(file)).is_ok_and(|metadata| metadata.len() > 0)
-    });
-    crate::encryption::check_data_dir(&state_dir, encryption.as_ref(), has_metadata)?;
-    if encryption.is_some() {
-        tracing::info!("encryption at rest is on (AES-256-GCM)");
-    }
-    let recovered = log::recover(
-        &state_dir,
-        encryption.as_ref().map(|key| key.metadata_log()).as_ref(),
-    )
-    .map_err(|error| format!("cannot recover metadata: {error}"))?;
-    tracing::info!(
-        streams = recovered.metadata.streams.len(),
-        users = recovered.metadata.users.len(),
-        replayed = recovered.replayed_records,
-        truncated_bytes = recovered.truncated_bytes,
-        "metadata recovered"
-    );
-    if recovered.truncated_bytes > 0 {
-        tracing::warn!(
-            bytes = recovered.truncated_bytes,
-            "truncated a torn tail of the metadata log"
-        );
-    }
-    remove_orphaned_directories(&data_dir, &recovered.metadata);
+    let (recovered, encryption) = open_data_directory(&mut config)?;
 
     let allocation: CpuAllocation = config
         .system
@@ -166,12 +117,53 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
         }
     }
     let (events, event_receiver) = mpsc::channel();
-    let mut control = Some((writer, control_receiver, recovered, root));
+    let control = (writer, control_receiver, recovered, root);
+    let quic = (frontends.quic_sockets, frontends.quic_config);
+    let threads = start_shards(&shared, placements, inbox_receivers, quic, control, &events)?;
+    {
+        let events = events.clone();
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                if let Ok(signal) = signals.wait() {
+                    let _ = events.send(Event::Signal(signal as i32));
+                }
+            })
+            .map_err(|error| format!("cannot start signal thread: {error}"))?;
+    }
+    drop(events);
+
+    let (failure, exited) = serve_until_stop(&shared, &event_receiver, io_driver);
+    stop_shards(&shared, &event_receiver, exited);
+    for thread in threads {
+        if thread.is_finished() {
+            let _ = thread.join();
+        }
+    }
+    match failure {
+        Some(error) => Err(error),
+        None => {
+            tracing::info!("iggy-server stopped");
+            Ok(())
+        }
+    }
+}
+
+/// Starts one pinned thread per shard; shard 0 takes the control lane's parts.
+fn start_shards(
+    shared: &Arc<SharedState>,
+    placements: Vec<ShardPlacement>,
+    inboxes: Vec<flume::Receiver<ShardMessage>>,
+    (quic_sockets, quic_config): (Vec<std::net::UdpSocket>, Option<compio_quic::ServerConfig>),
+    control: ControlParts,
+    events: &mpsc::Sender<Event>,
+) -> Result<Vec<std::thread::JoinHandle<()>>, String> {
+    let mut control = Some(control);
     let mut threads = Vec::new();
-    let mut quic_sockets = frontends.quic_sockets.into_iter();
-    for (id, (placement, inbox)) in placements.into_iter().zip(inbox_receivers).enumerate() {
+    let mut quic_sockets = quic_sockets.into_iter();
+    for (id, (placement, inbox)) in placements.into_iter().zip(inboxes).enumerate() {
         let id = id as u16;
-        let quic = quic_sockets.next().zip(frontends.quic_config.clone());
+        let quic = quic_sockets.next().zip(quic_config.clone());
         let shared = shared.clone();
         let events = events.clone();
         let control = if id == 0 { control.take() } else { None };
@@ -188,23 +180,21 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
             .map_err(|error| format!("cannot start shard thread: {error}"))?;
         threads.push(thread);
     }
-    {
-        let events = events.clone();
-        std::thread::Builder::new()
-            .name("signals".into())
-            .spawn(move || {
-                if let Ok(signal) = signals.wait() {
-                    let _ = events.send(Event::Signal(signal as i32));
-                }
-            })
-            .map_err(|error| format!("cannot start signal thread: {error}"))?;
-    }
-    drop(events);
+    Ok(threads)
+}
 
+/// Reports when every shard listens, and waits for a signal or a shard's failure. Returns the
+/// failure (if any) and how many shards have exited already.
+fn serve_until_stop(
+    shared: &SharedState,
+    event_receiver: &mpsc::Receiver<Event>,
+    io_driver: crate::io_driver::IoDriver,
+) -> (Option<String>, usize) {
+    let shard_count = shared.shard_count;
     let mut listening = 0;
     let mut failure = None;
     let mut exited = 0;
-    for event in &event_receiver {
+    for event in event_receiver {
         match event {
             Event::Listening(id, address) => {
                 listening += 1;
@@ -236,6 +226,13 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
         }
     }
 
+    (failure, exited)
+}
+
+/// Asks every shard to stop and waits (bounded) until they have drained their connections and
+/// closed their partitions.
+fn stop_shards(shared: &SharedState, event_receiver: &mpsc::Receiver<Event>, mut exited: usize) {
+    let shard_count = shared.shard_count;
     for inbox in &shared.inboxes {
         let _ = inbox.send(ShardMessage::Stop);
     }
@@ -256,18 +253,68 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
             }
         }
     }
-    for thread in threads {
-        if thread.is_finished() {
-            let _ = thread.join();
+}
+
+#[allow(
+    clippy::disallowed_methods,
+    reason = "boot: runs before any shard serves"
+)]
+/// Prepares the data directory (created, private), checks it against the encryption key and
+/// recovers the metadata. Returns the metadata and the key (taken out of `config`).
+fn open_data_directory(
+    config: &mut Config,
+) -> Result<(Recovered, Option<crate::encryption::MasterKey>), String> {
+    let data_dir = config.system.path.clone();
+    std::fs::create_dir_all(data_dir.join("streams")).map_err(|error| {
+        format!(
+            "cannot create data directory {}: {error}",
+            data_dir.display()
+        )
+    })?;
+    // A data directory made by an older version, or by hand, may be open to others: close it
+    // (what is inside is then unreachable for them whatever its own mode). A directory owned by
+    // another user (a bind mount) cannot be changed: say so, and go on.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Err(error) =
+            std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700))
+        {
+            tracing::warn!(path = %data_dir.display(), %error, "cannot make the data directory private (mode 0700)");
         }
     }
-    match failure {
-        Some(error) => Err(error),
-        None => {
-            tracing::info!("iggy-server stopped");
-            Ok(())
-        }
+
+    let state_dir = data_dir.join("state");
+    let encryption = config.system.encryption.master_key()?;
+    // Only the derived keys are needed from here on: the configuration the server keeps (and a
+    // snapshot could show) no longer holds the key text. The freed memory is not scrubbed.
+    config.system.encryption.key = Default::default();
+    let has_metadata = [log::LOG_FILE, log::SNAPSHOT_FILE].iter().any(|file| {
+        std::fs::metadata(state_dir.join(file)).is_ok_and(|metadata| metadata.len() > 0)
+    });
+    crate::encryption::check_data_dir(&state_dir, encryption.as_ref(), has_metadata)?;
+    if encryption.is_some() {
+        tracing::info!("encryption at rest is on (AES-256-GCM)");
     }
+    let recovered = log::recover(
+        &state_dir,
+        encryption.as_ref().map(|key| key.metadata_log()).as_ref(),
+    )
+    .map_err(|error| format!("cannot recover metadata: {error}"))?;
+    tracing::info!(
+        streams = recovered.metadata.streams.len(),
+        users = recovered.metadata.users.len(),
+        replayed = recovered.replayed_records,
+        truncated_bytes = recovered.truncated_bytes,
+        "metadata recovered"
+    );
+    if recovered.truncated_bytes > 0 {
+        tracing::warn!(
+            bytes = recovered.truncated_bytes,
+            "truncated a torn tail of the metadata log"
+        );
+    }
+    remove_orphaned_directories(&data_dir, &recovered.metadata);
+    Ok((recovered, encryption))
 }
 
 fn partition_keys(metadata: &Metadata) -> Vec<PartitionKey> {
