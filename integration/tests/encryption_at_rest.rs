@@ -42,8 +42,8 @@ fn secret_message(i: u64) -> IggyMessage {
         .unwrap()
 }
 
-/// Every file under `dir` that contains `needle`.
-fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
+/// Every file under `dir`, recursively, in a stable order.
+fn files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -51,39 +51,39 @@ fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 stack.push(path);
-            } else if std::fs::read(&path)
-                .unwrap()
-                .windows(needle.len())
-                .any(|window| window == needle)
-            {
-                found.push(path.display().to_string());
+            } else {
+                found.push(path);
             }
         }
     }
+    found.sort();
     found
+}
+
+/// Every file under `dir` that contains `needle`.
+fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
+    files(dir)
+        .into_iter()
+        .filter(|path| {
+            std::fs::read(path)
+                .unwrap()
+                .windows(needle.len())
+                .any(|window| window == needle)
+        })
+        .map(|path| path.display().to_string())
+        .collect()
 }
 
 /// Every file under `dir` with a hash of its content, to show that a refused start changed
 /// nothing.
 fn file_digests(dir: &Path) -> Vec<(String, u64)> {
-    let mut sizes = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let content = std::fs::read(&path).unwrap();
-                sizes.push((
-                    path.display().to_string(),
-                    xxhash_rust::xxh3::xxh3_64(&content),
-                ));
-            }
-        }
-    }
-    sizes.sort();
-    sizes
+    files(dir)
+        .into_iter()
+        .map(|path| {
+            let digest = xxhash_rust::xxh3::xxh3_64(&std::fs::read(&path).unwrap());
+            (path.display().to_string(), digest)
+        })
+        .collect()
 }
 
 /// Starts the binary on `data` with `env`, expecting a refusal; returns what it printed.

@@ -184,8 +184,18 @@ fn log_bodies(received: &Received) -> Vec<(String, String)> {
     out
 }
 
-/// (span name, command attribute, status attribute) of every span received.
-fn spans(received: &Received) -> Vec<(String, String, Option<i64>)> {
+/// One received span: what the tests look at.
+#[derive(Debug)]
+struct Span {
+    name: String,
+    id: Vec<u8>,
+    parent: Vec<u8>,
+    command: String,
+    status: Option<i64>,
+}
+
+/// Every span received.
+fn spans(received: &Received) -> Vec<Span> {
     let mut out = Vec::new();
     for request in received.traces.lock().unwrap().iter() {
         for resource in &request.resource_spans {
@@ -199,7 +209,13 @@ fn spans(received: &Received) -> Vec<(String, String, Option<i64>)> {
                         Some(any_value::Value::IntValue(status)) => Some(*status),
                         _ => None,
                     };
-                    out.push((span.name.clone(), command, status));
+                    out.push(Span {
+                        name: span.name.clone(),
+                        id: span.span_id.clone(),
+                        parent: span.parent_span_id.clone(),
+                        command,
+                        status,
+                    });
                 }
             }
         }
@@ -243,10 +259,10 @@ async fn wait_for(received: &Received, service: &str) {
             .any(|(name, body)| name.contains(service) && body.contains("starting iggy-server"));
         let pinged = spans
             .iter()
-            .any(|(name, command, _)| name == "request" && command == "Ping");
+            .any(|span| span.name == "request" && span.command == "Ping");
         let failed = spans
             .iter()
-            .any(|(_, command, status)| command == "DeleteStream" && *status == Some(1009));
+            .any(|span| span.command == "DeleteStream" && span.status == Some(1009));
         if logged_start && pinged && failed {
             return;
         }
@@ -258,37 +274,14 @@ async fn wait_for(received: &Received, service: &str) {
     }
 }
 
-/// (name, span id, parent span id, command attribute) of every span received.
-fn span_tree(received: &Received) -> Vec<(String, Vec<u8>, Vec<u8>, String)> {
-    let mut out = Vec::new();
-    for request in received.traces.lock().unwrap().iter() {
-        for resource in &request.resource_spans {
-            for scope in &resource.scope_spans {
-                for span in &scope.spans {
-                    let command = match attribute(&span.attributes, "command") {
-                        Some(any_value::Value::StringValue(command)) => command.clone(),
-                        _ => String::new(),
-                    };
-                    out.push((
-                        span.name.clone(),
-                        span.span_id.clone(),
-                        span.parent_span_id.clone(),
-                        command,
-                    ));
-                }
-            }
-        }
-    }
-    out
-}
-
 /// How many `child` spans sit inside a `request` span of `command`.
-fn nested(tree: &[(String, Vec<u8>, Vec<u8>, String)], child: &str, command: &str) -> usize {
+fn nested(tree: &[Span], child: &str, command: &str) -> usize {
     tree.iter()
-        .filter(|span| span.0 == child)
+        .filter(|span| span.name == child)
         .filter(|span| {
-            tree.iter()
-                .any(|parent| parent.0 == "request" && parent.3 == command && parent.1 == span.2)
+            tree.iter().any(|parent| {
+                parent.name == "request" && parent.command == command && parent.id == span.parent
+            })
         })
         .count()
 }
@@ -329,7 +322,7 @@ async fn logs_and_request_spans_reach_an_otlp_grpc_collector() {
     }
     let started = Instant::now();
     loop {
-        let tree = span_tree(&received);
+        let tree = spans(&received);
         // Both partitions' appends and reads, wherever their owner shard is.
         if nested(&tree, "storage.append", "SendMessages") >= 2
             && nested(&tree, "storage.read", "PollMessages") >= 2
