@@ -17,8 +17,7 @@ use rill_sdk::Protocol;
 use std::path::Path;
 use std::process::Command;
 
-#[path = "../../sdk/tests/common/mod.rs"]
-mod common;
+use rill_testkit as common;
 
 /// A server with two shards on a fresh data directory (see `common::TestServer`).
 struct Server(common::TestServer);
@@ -28,8 +27,8 @@ impl Server {
         Server(common::TestServer::start_with(extra_env))
     }
 
-    fn address(&self) -> &str {
-        &self.0.address
+    fn address(&self) -> String {
+        self.0.tcp_address()
     }
 
     fn log(&self) -> String {
@@ -43,7 +42,7 @@ impl Server {
     fn endpoint(&self) -> Endpoint {
         Endpoint {
             transport: Transport::Tcp,
-            address: self.address().to_owned(),
+            address: self.address(),
             username: "iggy".into(),
             password: "iggy".into(),
             nodelay: true,
@@ -259,7 +258,7 @@ fn the_binary_writes_results_checks_ack_modes_and_compares() {
         "2",
         "tcp",
         "--server-address",
-        server.address(),
+        &server.address(),
         "output",
         "-o",
         out_dir,
@@ -315,7 +314,7 @@ fn the_binary_writes_results_checks_ack_modes_and_compares() {
         "1",
         "tcp",
         "--server-address",
-        server.address(),
+        &server.address(),
         "output",
         "-o",
         out_dir,
@@ -337,9 +336,9 @@ fn the_binary_writes_results_checks_ack_modes_and_compares() {
     let compare = run(&[
         "compare",
         "--a",
-        server.address(),
+        &server.address(),
         "--b",
-        server.address(),
+        &server.address(),
         "--a-protocol",
         "0.8",
         "--b-protocol",

@@ -1,8 +1,7 @@
 //! End-to-end tests of the `iggy` binary against the real server: every command group, the
 //! output modes, exit codes and credential handling.
 
-#[path = "../../sdk/tests/common/mod.rs"]
-mod common;
+use rill_testkit as common;
 
 use assert_cmd::Command;
 use common::TestServer;
@@ -19,7 +18,7 @@ struct Env {
 impl Env {
     fn new() -> Env {
         Env {
-            server: TestServer::start(),
+            server: TestServer::start_default(),
             home: tempfile::tempdir().unwrap(),
         }
     }
@@ -38,7 +37,7 @@ impl Env {
             .env("IGGY_HOME", self.home.path())
             .env_remove("IGGY_USERNAME")
             .env_remove("IGGY_PASSWORD")
-            .args(["--tcp-server-address", &self.server.address]);
+            .args(["--tcp-server-address", &self.server.tcp_address()]);
         command
     }
 
@@ -337,7 +336,7 @@ fn messages_send_poll_flush_and_follow() {
         .env("IGGY_HOME", env.home.path())
         .args([
             "--tcp-server-address",
-            &env.server.address,
+            &env.server.tcp_address(),
             "-u",
             "iggy",
             "-p",
@@ -572,7 +571,7 @@ fn users_tokens_login_and_contexts() {
             "create",
             "local",
             "--tcp-server-address",
-            &env.server.address,
+            &env.server.tcp_address(),
             "-u",
             "iggy",
             "-p",
@@ -640,7 +639,7 @@ fn system_commands() {
             .contains("Streams Count|0")
     );
     // An open (unauthenticated) connection is a client that outlives the CLI's own sessions.
-    let _session = std::net::TcpStream::connect(&env.server.address).unwrap();
+    let _session = std::net::TcpStream::connect(env.server.address()).unwrap();
     let clients = env.json(&["client", "list"]);
     let idle = clients
         .as_array()

@@ -33,7 +33,6 @@
 //! - [`fixtures`]: test messages and comparisons of what was sent with what was polled.
 //! - [`official_cli`]: runs the official `iggy` CLI against a [`TestServer`] over TCP or QUIC.
 
-pub mod binary;
 pub mod crash_cycles;
 pub mod fixtures;
 pub mod http;
@@ -42,7 +41,6 @@ pub mod raw;
 pub mod raw_v09;
 pub mod sdk;
 pub mod sdk_v011;
-pub mod server;
-pub mod slots;
 
-pub use server::{ServerOptions, TestServer};
+// The server harness lives in the test kit that every crate's tests share.
+pub use rill_testkit::{ServerOptions, TestServer, binary, server, slots};

@@ -3,7 +3,7 @@
 //! mid-stream. Each test identifies messages by a sequence number in the payload and checks
 //! that every one arrives exactly once.
 
-mod common;
+use rill_testkit as common;
 
 use bytes::Bytes;
 use common::TestServer;
@@ -51,8 +51,8 @@ async fn produce(producer: &Producer, range: std::ops::Range<u64>) {
 async fn producer_and_consumer_round_trip() {
     // 500 messages through a batching producer arrive once each, in order per partition,
     // with their client-assigned ids and headers; a single consumer reads one partition.
-    let server = TestServer::start();
-    let client = client(&server.address).await;
+    let server = TestServer::start_default();
+    let client = client(&server.tcp_address()).await;
     let producer = Producer::builder(&client, "orders", "events")
         .create_topic_if_missing(3)
         .batch_max_messages(64)
@@ -118,8 +118,8 @@ async fn producer_and_consumer_round_trip() {
 
 #[tokio::test]
 async fn key_partitioning_keeps_a_key_on_one_partition() {
-    let server = TestServer::start();
-    let client = client(&server.address).await;
+    let server = TestServer::start_default();
+    let client = client(&server.tcp_address()).await;
     let producer = Producer::builder(&client, "s", "t")
         .create_topic_if_missing(4)
         .partitioning(PartitionStrategy::MessageKey)
@@ -167,8 +167,8 @@ async fn consumer_group_of_three_with_a_member_leaving_consumes_each_message_onc
     // stops after 100 messages and leaves; the others take over its partitions from the
     // committed offsets. Every message must be processed exactly once overall.
     const TOTAL: u64 = 1200;
-    let server = TestServer::start();
-    let admin = client(&server.address).await;
+    let server = TestServer::start_default();
+    let admin = client(&server.tcp_address()).await;
     admin.create_stream("s").await.unwrap();
     admin
         .create_topic("s", "t", 6, TopicOptions::default())
@@ -176,7 +176,7 @@ async fn consumer_group_of_three_with_a_member_leaving_consumes_each_message_onc
         .unwrap();
     let mut members = Vec::new();
     for _ in 0..3 {
-        let client = client(&server.address).await;
+        let client = client(&server.tcp_address()).await;
         let consumer = Consumer::builder(&client, "s", "t")
             .group("workers")
             .batch_size(10)
@@ -267,8 +267,8 @@ async fn server_restart_mid_stream_loses_and_repeats_nothing() {
     // is stopped with SIGTERM and started again on the same data and port. The client
     // reconnects, logs in and re-joins; 300 more messages are produced after the restart.
     // All 600 arrive, each exactly once.
-    let mut server = TestServer::start();
-    let client = client(&server.address).await;
+    let mut server = TestServer::start_default();
+    let client = client(&server.tcp_address()).await;
     let producer = Producer::builder(&client, "s", "t")
         .create_topic_if_missing(2)
         .retries(50, Duration::from_millis(50))

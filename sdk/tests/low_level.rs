@@ -2,7 +2,7 @@
 //! server error codes, reconnection and the unreachable-server error, each scenario once in
 //! each protocol generation (`both_protocols!`).
 
-mod common;
+use rill_testkit as common;
 
 use bytes::Bytes;
 use common::TestServer;
@@ -58,10 +58,10 @@ fn server_code(error: Error) -> ErrorCode {
 
 async fn system_commands(protocol: Protocol) {
     // Ping works before login; GetMe reports this session; stats count what exists.
-    let server = TestServer::start();
+    let server = TestServer::start_default();
     let anonymous = Client::builder()
         .protocol(protocol)
-        .address(&server.address)
+        .address(server.tcp_address())
         .build()
         .unwrap();
     anonymous.ping().await.unwrap();
@@ -97,7 +97,7 @@ async fn system_commands(protocol: Protocol) {
 }
 
 async fn streams_topics_partitions_segments(protocol: Protocol) {
-    let server = TestServer::start();
+    let server = TestServer::start_default();
     let client = root_client(&server, protocol).await;
 
     let stream = client.create_stream("orders").await.unwrap();
@@ -190,7 +190,7 @@ async fn streams_topics_partitions_segments(protocol: Protocol) {
 async fn messages_and_offsets(protocol: Protocol) {
     // Messages sent with ids, payloads and headers come back identical, as views over the
     // response buffer; offsets store, read back and delete.
-    let server = TestServer::start();
+    let server = TestServer::start_default();
     let client = root_client(&server, protocol).await;
     client.create_stream("s").await.unwrap();
     client
@@ -302,7 +302,7 @@ async fn messages_and_offsets(protocol: Protocol) {
 }
 
 async fn consumer_groups(protocol: Protocol) {
-    let server = TestServer::start();
+    let server = TestServer::start_default();
     let client = root_client(&server, protocol).await;
     client.create_stream("s").await.unwrap();
     client
@@ -362,7 +362,7 @@ async fn consumer_groups(protocol: Protocol) {
 }
 
 async fn users_and_personal_access_tokens(protocol: Protocol) {
-    let server = TestServer::start();
+    let server = TestServer::start_default();
     let client = root_client(&server, protocol).await;
     let permissions = Permissions {
         global: GlobalPermissions {
@@ -414,7 +414,7 @@ async fn users_and_personal_access_tokens(protocol: Protocol) {
     // A second session logs in as the new user: no permission to create streams.
     let alice = Client::builder()
         .protocol(protocol)
-        .address(&server.address)
+        .address(server.tcp_address())
         .credentials("alicia", "secret2")
         .connect()
         .await
@@ -447,7 +447,7 @@ async fn users_and_personal_access_tokens(protocol: Protocol) {
     // Wrong password: the server's code comes back by name.
     let wrong = Client::builder()
         .protocol(protocol)
-        .address(&server.address)
+        .address(server.tcp_address())
         .build()
         .unwrap();
     let error = wrong.login_user("iggy", "wrong").await.unwrap_err();
@@ -462,10 +462,10 @@ async fn users_and_personal_access_tokens(protocol: Protocol) {
 }
 
 async fn reconnects_and_logs_in_again_after_a_server_restart(protocol: Protocol) {
-    let mut server = TestServer::start();
+    let mut server = TestServer::start_default();
     let client = Client::builder()
         .protocol(protocol)
-        .address(&server.address)
+        .address(server.tcp_address())
         .credentials("iggy", "iggy")
         .reconnect(ReconnectPolicy {
             enabled: true,

@@ -11,12 +11,13 @@ use std::sync::OnceLock;
 /// Environment variable naming a prebuilt server binary; when set, nothing is built.
 pub const SERVER_BIN_ENV: &str = "IGGY_SERVER_BIN";
 
-/// The workspace root (the parent of this crate's directory).
+/// The workspace root (this crate lives in `integration/testkit`).
 pub fn workspace_root() -> PathBuf {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     manifest_dir
-        .parent()
-        .expect("integration/ lives inside the workspace")
+        .ancestors()
+        .nth(2)
+        .expect("integration/testkit lives inside the workspace")
         .to_path_buf()
 }
 

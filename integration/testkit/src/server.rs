@@ -137,6 +137,21 @@ impl TestServer {
         Self::start(ServerOptions::default())
     }
 
+    /// Starts with extra environment variables (`IGGY_*` settings) on top of the defaults.
+    pub fn start_with(env: &[(&str, &str)]) -> TestServer {
+        let options = env
+            .iter()
+            .fold(ServerOptions::new(), |options, (key, value)| {
+                options.env(key, value)
+            });
+        Self::start(options)
+    }
+
+    /// The root user's connection string (rill's SDK and CLI, the official SDKs).
+    pub fn connection_string(&self) -> String {
+        format!("iggy://{ROOT_USERNAME}:{ROOT_PASSWORD}@{}", self.address)
+    }
+
     /// The HTTP endpoint's address as this run of the server logged it (set `IGGY_HTTP_ADDRESS`
     /// to `127.0.0.1:0` for a port of its own), if it listens.
     pub fn http_address(&self) -> Option<SocketAddr> {
