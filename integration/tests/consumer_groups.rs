@@ -698,13 +698,14 @@ async fn three_members_over_six_partitions_consume_every_message_exactly_once() 
     // batches of 8 messages round-robin over 6 partitions (explicit partition ids) while three
     // member sessions (three official SDK clients) poll; the membership script is: A joins; B
     // joins; C joins; B leaves; B rejoins; C disconnects; then A and B drain until the group's
-    // stored offset equals every partition's last offset. The hand-over is instant
-    // (rebalancing_timeout 0 s), the assignment this test samples as always even; the
-    // cooperative hand-over, where a partition stays with its holder while a poll of it is under
-    // way, is tested in consumer_group_rebalancing.rs.
-    let server = TestServer::start(
-        ServerOptions::new().env("IGGY_CONSUMER_GROUP_REBALANCING_TIMEOUT", "0 s"),
-    );
+    // stored offset equals every partition's last offset. The hand-over is cooperative (the
+    // default): a partition moves once its holder has committed what it polled, so two members
+    // never poll it at once. (With rebalancing_timeout 0 s the move is instant, and a poll under
+    // way when it happens races the new holder's first poll: that mode delivers some messages
+    // twice, by design; consumer_group_rebalancing.rs counts them.) While a hand-over waits, the
+    // spread may be uneven for a moment, so the watcher checks ownership but not evenness; the
+    // final assignment must be even.
+    let server = TestServer::start_default();
     let root = root_client(&server).await;
     fixture(&root, PARTITIONS).await;
     root.create_consumer_group(&id(0), &id(0), "workers")
@@ -751,7 +752,10 @@ async fn three_members_over_six_partitions_consume_every_message_exactly_once() 
             {
                 samples += 1;
                 for problem in assignment_problems(&details, PARTITIONS) {
-                    problems.push(format!("{problem} in {details:?}"));
+                    // A partition waiting for its holder's commit stays with the holder.
+                    if !problem.starts_with("uneven spread") {
+                        problems.push(format!("{problem} in {details:?}"));
+                    }
                 }
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -810,6 +814,13 @@ async fn three_members_over_six_partitions_consume_every_message_exactly_once() 
         true
     })
     .await;
+    // Everything is committed, so no hand-over waits any more: the spread is even again.
+    let settled = root
+        .get_consumer_group(&id(0), &id(0), &named("workers"))
+        .await
+        .expect("get group")
+        .expect("the group exists");
+    let settled_problems = assignment_problems(&settled, PARTITIONS);
 
     command(&a, Command::Finish).await;
     command(&b, Command::Finish).await;
@@ -835,6 +846,10 @@ async fn three_members_over_six_partitions_consume_every_message_exactly_once() 
         &problems[..problems.len().min(5)]
     );
     assert!(samples >= 10, "the watcher sampled only {samples} times");
+    assert!(
+        !drained || settled_problems.is_empty(),
+        "after the drain: {settled_problems:?} in {settled:?}"
+    );
 
     let mut consumed: BTreeMap<u32, BTreeMap<u64, u128>> = BTreeMap::new();
     let mut duplicates = Vec::new();
