@@ -6,6 +6,7 @@ as consumer group "g"; prints one JSON object with what it saw. Any failure rais
 """
 
 import asyncio
+import os
 import json
 import sys
 
@@ -57,3 +58,9 @@ async def main(address: str, stream: str) -> None:
 
 
 asyncio.run(main(sys.argv[1], sys.argv[2]))
+# apache-iggy 0.9.0 sometimes aborts (SIGABRT, nothing on stderr) while the interpreter tears
+# down its native runtime, after all the work above has succeeded and been printed (seen twice
+# in CI, each time with the complete result on stdout). The result is what the test checks:
+# flush it and leave without running the finalizers.
+sys.stdout.flush()
+os._exit(0)
