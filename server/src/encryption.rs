@@ -26,8 +26,12 @@
 //! with a clear message instead of failing on every read. The key itself is never written
 //! anywhere: `Debug` and the printed configuration show it redacted.
 
+use crate::storage::random_message_id;
 use base64::Engine as _;
 use bytes::{BufMut, Bytes, BytesMut};
+use rill_core::message::field::{
+    CHECKSUM, ID, ORIGIN_TIMESTAMP, PAYLOAD_LENGTH, USER_HEADERS_LENGTH,
+};
 use rill_core::message::{HEADER_SIZE, MAX_PAYLOAD_BYTES, MessageBatch, MessageIter, checksum};
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::hkdf::{HKDF_SHA256, KeyType, Prk, Salt};
@@ -43,12 +47,6 @@ const SALT: &[u8] = b"rill encryption at rest v1";
 /// The key-check file in the state directory.
 pub const CHECK_FILE: &str = "encryption.check";
 const CHECK_MAGIC: &[u8; 8] = b"RILLKEY1";
-
-// Message header fields the AAD covers (rill_core::message::header's layout).
-const ID: usize = 8;
-const ORIGIN_TIMESTAMP: usize = 40;
-const USER_HEADERS_LENGTH: usize = 48;
-const PAYLOAD_LENGTH: usize = 52;
 
 /// The operator's key, as HKDF's pseudo-random key (this type keeps no copy of the raw bytes;
 /// the server clears the configuration's copy once it has parsed it).
@@ -183,7 +181,7 @@ impl MessageCipher {
             out.put_slice(&message.as_bytes()[..HEADER_SIZE]);
             let header = &mut out[start..];
             if message.id() == 0 {
-                header[ID..ID + 16].copy_from_slice(&random_id().to_le_bytes());
+                header[ID..ID + 16].copy_from_slice(&random_message_id().to_le_bytes());
             }
             header[PAYLOAD_LENGTH..PAYLOAD_LENGTH + 4]
                 .copy_from_slice(&((payload_length + OVERHEAD) as u32).to_le_bytes());
@@ -253,7 +251,7 @@ impl MessageCipher {
             record[PAYLOAD_LENGTH..PAYLOAD_LENGTH + 4]
                 .copy_from_slice(&((sealed_payload - OVERHEAD) as u32).to_le_bytes());
             let sum = checksum(record);
-            record[..8].copy_from_slice(&sum.to_le_bytes());
+            record[CHECKSUM..CHECKSUM + 8].copy_from_slice(&sum.to_le_bytes());
         }
         Ok(())
     }
@@ -273,16 +271,6 @@ fn aad_of(header: &[u8]) -> [u8; 28] {
     aad[16..24].copy_from_slice(&header[ORIGIN_TIMESTAMP..ORIGIN_TIMESTAMP + 8]);
     aad[24..28].copy_from_slice(&header[USER_HEADERS_LENGTH..USER_HEADERS_LENGTH + 4]);
     aad
-}
-
-/// A random non-zero message id (0 means "assign one"), as storage assigns it unencrypted.
-fn random_id() -> u128 {
-    loop {
-        let id: u128 = rand::random();
-        if id != 0 {
-            return id;
-        }
-    }
 }
 
 /// The metadata log's record cipher.

@@ -26,14 +26,16 @@ pub const HEADER_SIZE: usize = 64;
 /// The largest payload a single message may carry.
 pub const MAX_PAYLOAD_BYTES: usize = 64_000_000;
 
-const CHECKSUM: usize = 0;
-const ID: usize = 8;
-const OFFSET: usize = 24;
-const TIMESTAMP: usize = 32;
-const ORIGIN_TIMESTAMP: usize = 40;
-const USER_HEADERS_LENGTH: usize = 48;
-const PAYLOAD_LENGTH: usize = 52;
-const RESERVED: usize = 56;
+/// Byte offsets of the header's fields (the table above), for code that edits stored
+/// messages in place.
+pub const CHECKSUM: usize = 0;
+pub const ID: usize = 8;
+pub const OFFSET: usize = 24;
+pub const TIMESTAMP: usize = 32;
+pub const ORIGIN_TIMESTAMP: usize = 40;
+pub const USER_HEADERS_LENGTH: usize = 48;
+pub const PAYLOAD_LENGTH: usize = 52;
+pub const RESERVED: usize = 56;
 const _: () = assert!(RESERVED + 8 == HEADER_SIZE);
 
 /// XXH3-64 (seed 0) over everything after the checksum field (protocol.md 6.2).

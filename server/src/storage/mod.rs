@@ -215,7 +215,7 @@ pub use fault::FAULT_FILE_ENV;
 pub use index::{INDEX_ENTRY_SIZE, IndexEntry};
 pub use partition::{
     AppendOutcome, ChecksumScan, Mismatch, Partition, PartitionStats, ReadOutcome, RecoveryReport,
-    RetentionOutcome,
+    RetentionOutcome, random_message_id,
 };
 pub use pool::{
     AlignedBuf, BLOCK_SIZE, BufferPool, MAX_CLASS_BYTES, MIN_CLASS_BYTES, PoolStats, PooledBuf,

@@ -42,34 +42,35 @@ impl LocalPartition {
         let storage::StorageError::ChecksumMismatch { offset, .. } = &error else {
             return storage_error(error);
         };
-        self.metrics.checksum_mismatches.inc();
-        if self.reported_mismatch.replace(Some(*offset)) == Some(*offset) {
-            tracing::debug!(partition = %self.key, %error, "poll refused again");
-        } else {
-            tracing::error!(
-                partition = %self.key,
-                %error,
-                "stored message is corrupted: polls from its offset are refused with \
-                 InvalidMessageChecksum until it is deleted (segment retention or purge)"
-            );
-        }
+        self.report_corrupted(
+            Some(*offset),
+            &error,
+            "stored message is corrupted: polls from its offset are refused with \
+             InvalidMessageChecksum until it is deleted (segment retention or purge)",
+        );
         error.code()
     }
 
     /// A stored message that fails AES-GCM authentication: counted and logged as a checksum
-    /// mismatch is (once per offset), answered CannotDecryptData.
+    /// mismatch is, answered CannotDecryptData.
     pub(super) fn decrypt_error(&self, error: crate::encryption::DecryptError) -> ErrorCode {
+        self.report_corrupted(
+            error.offset,
+            &error,
+            "stored message cannot be decrypted (altered on disk, or corrupted): polls \
+             reaching it are refused with CannotDecryptData",
+        );
+        ErrorCode::CannotDecryptData
+    }
+
+    /// Counts a stored message that failed verification and logs it at ERROR once per offset
+    /// (a consumer retrying the same broken message would flood the log otherwise).
+    fn report_corrupted(&self, offset: Option<u64>, error: &dyn std::fmt::Display, what: &str) {
         self.metrics.checksum_mismatches.inc();
-        if error.offset.is_some() && self.reported_mismatch.replace(error.offset) == error.offset {
+        if offset.is_some() && self.reported_mismatch.replace(offset) == offset {
             tracing::debug!(partition = %self.key, %error, "poll refused again");
         } else {
-            tracing::error!(
-                partition = %self.key,
-                %error,
-                "stored message cannot be decrypted (altered on disk, or corrupted): polls \
-                 reaching it are refused with CannotDecryptData"
-            );
+            tracing::error!(partition = %self.key, %error, "{what}");
         }
-        ErrorCode::CannotDecryptData
     }
 }

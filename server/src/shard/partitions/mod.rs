@@ -521,16 +521,16 @@ impl LocalPartition {
         if start > current {
             return Ok(polled);
         }
+        let start = start.max(first);
         let span = tracing::debug_span!(
             target: crate::telemetry::REQUEST_SPAN_TARGET,
             "storage.read",
             partition_id = i64::from(self.key.partition_id),
-            offset = start.max(first) as i64,
+            offset = start as i64,
         );
-        let read =
-            tracing::Instrument::instrument(self.storage().read(start.max(first), count), span)
-                .await
-                .map_err(|error| self.read_error(error))?;
+        let read = tracing::Instrument::instrument(self.storage().read(start, count), span)
+            .await
+            .map_err(|error| self.read_error(error))?;
         polled.count = read.count;
         polled.last_offset = (read.count > 0).then_some(read.last_offset);
         polled.chunks = match &self.cipher {

@@ -228,7 +228,7 @@ pub(super) fn unstage(
 
 /// A random non-zero id for messages sent with id 0 (the stored id is never 0, which recovery
 /// relies on to reject zero-filled space).
-pub(super) fn random_message_id() -> u128 {
+pub fn random_message_id() -> u128 {
     loop {
         let id: u128 = rand::random();
         if id != 0 {

@@ -22,6 +22,7 @@ use std::cell::RefCell;
 use std::path::Path;
 use std::rc::Rc;
 
+pub use append::random_message_id;
 pub use outcome::{AppendOutcome, PartitionStats, ReadOutcome, RecoveryReport, RetentionOutcome};
 pub use scan::{ChecksumScan, Mismatch};
 
