@@ -98,6 +98,8 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
         io_plan,
         io_driver: OnceLock::new(),
         http_address: OnceLock::new(),
+        websocket_address: OnceLock::new(),
+        websocket_tls: frontends.websocket_tls,
         metrics: Arc::new(crate::metrics::Metrics::new(shard_count)),
         encryption,
     });
@@ -204,6 +206,9 @@ fn serve_until_stop(
                     // read both bound addresses (port 0 resolved) from the log up to it.
                     if let Some(quic) = shared.quic_address {
                         tracing::info!(address = %quic, shards = shard_count, "iggy-server is listening for QUIC connections");
+                    }
+                    if let Some(websocket) = shared.websocket_address.get() {
+                        tracing::info!(address = %websocket, tls = shared.websocket_tls.is_some(), shards = shard_count, "iggy-server is listening for WebSocket connections");
                     }
                     let io_driver = shared.io_driver.get().copied().unwrap_or(io_driver);
                     tracing::info!(%address, tls = shared.tls.is_some(), shards = shard_count, %io_driver, "iggy-server is listening for TCP connections");
@@ -403,6 +408,7 @@ struct Frontends {
     quic_config: Option<compio_quic::ServerConfig>,
     quic_sockets: Vec<std::net::UdpSocket>,
     quic_address: Option<SocketAddr>,
+    websocket_tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Frontends {
@@ -413,6 +419,7 @@ impl Frontends {
             quic_config: None,
             quic_sockets: Vec::new(),
             quic_address: None,
+            websocket_tls: None,
         };
         if config.tcp.enabled {
             crate::frontend::ports::refuse_taken_tcp_port(config.tcp.address)?;
@@ -426,6 +433,19 @@ impl Frontends {
             )?;
             log_certificate("TCP", &certificate);
             frontends.tls = Some(crate::tls::tcp_server_config(&certificate)?);
+        }
+        if config.websocket.enabled {
+            crate::frontend::ports::refuse_taken_tcp_port(config.websocket.address)?;
+            if config.websocket.tls.enabled {
+                let certificate = crate::tls::load_or_generate(
+                    &config.websocket.tls.certificate(),
+                    "websocket.tls",
+                    &cert_dir,
+                    "websocket",
+                )?;
+                log_certificate("WebSocket", &certificate);
+                frontends.websocket_tls = Some(crate::tls::tcp_server_config(&certificate)?);
+            }
         }
         if config.quic.enabled {
             let quic = &config.quic;
@@ -463,6 +483,29 @@ fn log_certificate(transport: &str, certificate: &crate::tls::Certificate) {
             "TLS certificate loaded"
         ),
     }
+}
+
+/// Binds this shard's WebSocket listener: shard 0 first (resolving port 0), then the others on
+/// the address it bound (one SO_REUSEPORT group, as TCP).
+async fn bind_websocket(id: u16, shared: &SharedState) -> Result<compio::net::TcpListener, String> {
+    let address = if id == 0 {
+        shared.config.websocket.address
+    } else {
+        loop {
+            if let Some(address) = shared.websocket_address.get() {
+                break *address;
+            }
+            compio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    let listener = crate::frontend::tcp::bind(address, &shared.config.tcp.socket)
+        .await
+        .map_err(|error| format!("cannot listen on {address} (WebSocket): {error}"))?;
+    if id == 0 {
+        let bound = listener.local_addr().map_err(|error| error.to_string())?;
+        let _ = shared.websocket_address.set(bound);
+    }
+    Ok(listener)
 }
 
 /// Takes the shard's inbox messages: work for the shard (each as its own task), connections
@@ -551,6 +594,13 @@ fn shard_main(
             }
             None => None,
         };
+        // Bound before the TCP listener, whose readiness line is the last start-up line.
+        let websocket = if shared.config.websocket.enabled {
+            let listener = bind_websocket(id, &shared).await?;
+            Some(compio::runtime::spawn(crate::frontend::websocket::accept_loop(shard.clone(), listener)))
+        } else {
+            None
+        };
         if shared.config.tcp.enabled {
             let address = if id == 0 {
                 shared.config.tcp.address
@@ -580,6 +630,9 @@ fn shard_main(
         if let Some(quic) = quic {
             // It drains its own connections and closes the endpoint.
             let _ = quic.await;
+        }
+        if let Some(websocket) = websocket {
+            let _ = websocket.await;
         }
         // Shutdown: let connections finish their current request, then close partitions.
         let drain_until = std::time::Instant::now() + crate::frontend::DRAIN_TIMEOUT;

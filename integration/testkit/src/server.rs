@@ -91,6 +91,7 @@ pub struct TestServer {
     options: ServerOptions,
     address: SocketAddr,
     quic_address: SocketAddr,
+    websocket_address: SocketAddr,
     binary: PathBuf,
     starts: u32,
     // Declared after `child` so the directory outlives the process in drop order; the Drop impl
@@ -117,6 +118,7 @@ impl TestServer {
             // other process can take a port between our choice and its bind. Restarts reuse it.
             address: SocketAddr::from(([127, 0, 0, 1], 0)),
             quic_address: SocketAddr::from(([127, 0, 0, 1], 0)),
+            websocket_address: SocketAddr::from(([127, 0, 0, 1], 0)),
             binary,
             starts: 0,
             root,
@@ -167,6 +169,12 @@ impl TestServer {
     /// gets its own, since QUIC is on by default and the shards' sockets share their port.
     pub fn quic_address(&self) -> SocketAddr {
         self.quic_address
+    }
+
+    /// The server's WebSocket address: 127.0.0.1 and a port chosen at start (WebSocket is on by
+    /// default, as upstream; `IGGY_WEBSOCKET_ENABLED=false` turns it off).
+    pub fn websocket_address(&self) -> SocketAddr {
+        self.websocket_address
     }
 
     /// The server's TCP address as `"127.0.0.1:port"`.
@@ -246,6 +254,7 @@ impl TestServer {
             .current_dir(self.root.path())
             .env("IGGY_TCP_ADDRESS", self.address.to_string())
             .env("IGGY_QUIC_ADDRESS", self.quic_address.to_string())
+            .env("IGGY_WEBSOCKET_ADDRESS", self.websocket_address.to_string())
             // A port of its own, so parallel servers do not fight over the default 3000
             // (see `http_address`).
             .env("IGGY_HTTP_ADDRESS", "127.0.0.1:0")
@@ -301,6 +310,10 @@ impl TestServer {
                 self.address = tcp;
                 if let Some(quic) = logged_address(&log, "listening for QUIC connections") {
                     self.quic_address = quic;
+                }
+                if let Some(websocket) = logged_address(&log, "listening for WebSocket connections")
+                {
+                    self.websocket_address = websocket;
                 }
                 return;
             }

@@ -27,6 +27,7 @@ pub struct Config {
     pub data_maintenance: DataMaintenanceConfig,
     pub tcp: TcpConfig,
     pub quic: QuicConfig,
+    pub websocket: WebSocketConfig,
     pub heartbeat: HeartbeatConfig,
     pub consumer_group: ConsumerGroupConfig,
     pub http: HttpConfig,
@@ -124,6 +125,51 @@ impl Config {
             warnings,
             resolved,
         })
+    }
+
+    fn validate_websocket(&self) -> Result<(), ConfigError> {
+        let websocket = &self.websocket;
+        if !websocket.enabled {
+            return Ok(());
+        }
+        if self.tcp.enabled
+            && websocket.address == self.tcp.address
+            && websocket.address.port() != 0
+        {
+            return Err(ConfigError(format!(
+                "websocket.address and tcp.address are both {}: the WebSocket front-end needs a \
+                 port of its own",
+                websocket.address
+            )));
+        }
+        for (key, value) in [
+            ("websocket.read_buffer_size", websocket.read_buffer_size),
+            ("websocket.write_buffer_size", websocket.write_buffer_size),
+        ] {
+            if !(1024..=(1 << 30)).contains(&value.0) {
+                return Err(ConfigError(format!(
+                    "{key} must be between 1 KiB and 1 GiB, got {} bytes",
+                    value.0
+                )));
+            }
+        }
+        if let Some(max) = websocket.max_write_buffer_size.get()
+            && max.0 < websocket.write_buffer_size.0
+        {
+            return Err(ConfigError(
+                "websocket.max_write_buffer_size must be at least websocket.write_buffer_size"
+                    .into(),
+            ));
+        }
+        for (key, value) in [
+            ("websocket.max_message_size", websocket.max_message_size),
+            ("websocket.max_frame_size", websocket.max_frame_size),
+        ] {
+            if value.get().is_some_and(|size| size.0 < 1024) {
+                return Err(ConfigError(format!("{key} must be at least 1 KiB")));
+            }
+        }
+        Ok(())
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
@@ -244,9 +290,15 @@ impl Config {
                 ));
             }
         }
+        self.validate_websocket()?;
         for (key, certificate, enabled) in [
             ("tcp.tls", self.tcp.tls.certificate(), self.tcp.tls.enabled),
             ("quic.certificate", quic.certificate.clone(), quic.enabled),
+            (
+                "websocket.tls",
+                self.websocket.tls.certificate(),
+                self.websocket.enabled && self.websocket.tls.enabled,
+            ),
         ] {
             if enabled {
                 certificate.validate(key)?;
@@ -336,11 +388,15 @@ fn is_enabled(table: &toml::Table, section: &str) -> bool {
 /// tree has, with `self_signed = true`: upstream then generates one, and so do we, with a WARN.
 /// Any other path must exist (a typo in a real path still stops the start).
 fn generate_missing_certificates(table: &mut toml::Table, warnings: &mut Vec<String>) {
-    for (section, inner) in [("tcp", "tls"), ("quic", "certificate")] {
+    for (section, inner) in [
+        ("tcp", "tls"),
+        ("quic", "certificate"),
+        ("websocket", "tls"),
+    ] {
         let enabled = match section {
-            "tcp" => table
-                .get("tcp")
-                .and_then(|tcp| tcp.get("tls"))
+            "tcp" | "websocket" => table
+                .get(section)
+                .and_then(|outer| outer.get("tls"))
                 .and_then(|tls| tls.get("enabled"))
                 .and_then(toml::Value::as_bool)
                 .unwrap_or(false),

@@ -352,6 +352,22 @@ impl QuicConfig {
     }
 }
 
+/// `[websocket]`: the WebSocket front-end (upstream's keys; the sizes are explained in
+/// `configs/server.toml`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebSocketConfig {
+    pub enabled: bool,
+    pub address: SocketAddr,
+    pub read_buffer_size: ByteSize,
+    pub write_buffer_size: ByteSize,
+    pub max_write_buffer_size: Limit<ByteSize>,
+    pub max_message_size: Limit<ByteSize>,
+    pub max_frame_size: Limit<ByteSize>,
+    pub accept_unmasked_frames: bool,
+    pub tls: TlsConfig,
+}
+
 /// `[consumer_group]`: cooperative rebalancing.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

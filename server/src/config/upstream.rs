@@ -162,8 +162,6 @@ const KEYS: &[(&str, Rule)] = &[
         ),
     ),
     ("cluster.", Quiet),
-    ("websocket.enabled", Special),
-    ("websocket.", Quiet),
 ];
 
 /// Upstream's default values of the prefix rules' keys, so that only a change WARNs.
@@ -433,17 +431,6 @@ pub(super) fn translate(
                     "system.partition.ack_mode",
                     toml::Value::String("fsync".into()),
                 )?,
-                "websocket.enabled" if is_true(Some(value)) => {
-                    let address = value_of("websocket.address")
-                        .map_or_else(|| "127.0.0.1:8092".to_string(), ToString::to_string);
-                    warn(
-                        path,
-                        value,
-                        &format!(
-                            "there is no WebSocket transport yet; nothing listens on {address}"
-                        ),
-                    );
-                }
                 _ => {}
             },
         }

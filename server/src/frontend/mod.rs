@@ -6,6 +6,7 @@ pub mod ports;
 pub mod quic;
 pub mod tcp;
 pub mod v09;
+pub mod websocket;
 
 use crate::admission::BodyPermit;
 use crate::clients::ClientEntry;

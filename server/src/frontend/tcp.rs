@@ -108,7 +108,7 @@ pub async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
 /// The timeout of a session that missed its heartbeats.
 const HEARTBEAT: &str = "heartbeats";
 
-enum Stop {
+pub(super) enum Stop {
     Closed,
     Shutdown,
     Timeout(&'static str),
@@ -129,8 +129,16 @@ async fn serve_tls(shard: Rc<Shard>, tls: TlsAcceptor, stream: TcpStream, peer: 
         Ok(Err(error)) => return tracing::info!(%peer, %error, "TLS handshake failed"),
         Err(_) => return tracing::info!(%peer, "TLS handshake timed out"),
     };
-    let stop = serve_frames(&shard, &mut stream, &mut session, Instant::now(), false).await;
-    finish(&shard, stream, &session, stop).await;
+    let stop = serve_frames(
+        &shard,
+        &mut stream,
+        &mut session,
+        Instant::now(),
+        false,
+        Transport::Tcp,
+    )
+    .await;
+    finish(&shard, stream, &session, stop, Transport::Tcp).await;
     drop(registration);
 }
 
@@ -169,9 +177,17 @@ async fn serve_movable(
     connected_at: Instant,
 ) {
     loop {
-        let stop = serve_frames(&shard, &mut stream, &mut session, connected_at, true).await;
+        let stop = serve_frames(
+            &shard,
+            &mut stream,
+            &mut session,
+            connected_at,
+            true,
+            Transport::Tcp,
+        )
+        .await;
         let Stop::MoveTo(owner) = stop else {
-            finish(&shard, stream, &session, stop).await;
+            finish(&shard, stream, &session, stop, Transport::Tcp).await;
             drop(registration);
             return;
         };
@@ -217,11 +233,12 @@ fn hand_over(
 }
 
 /// Ends a session: tells the client why when the server shuts down, logs, closes.
-async fn finish<S: AsyncRead + AsyncWrite>(
+pub(super) async fn finish<S: AsyncRead + AsyncWrite>(
     shard: &Shard,
     mut stream: S,
     session: &Session,
     stop: Stop,
+    transport: Transport,
 ) {
     let client_id = session.client_id;
     let peer = session.address;
@@ -234,6 +251,7 @@ async fn finish<S: AsyncRead + AsyncWrite>(
                 shard,
                 &mut stream,
                 ResponseFrame::error(ErrorCode::Disconnected),
+                transport,
             )
             .await;
         }
@@ -247,7 +265,7 @@ async fn finish<S: AsyncRead + AsyncWrite>(
                     status: None,
                 };
                 // Bounded: a peer that stopped reading must not hold its group membership.
-                let write = write_frame(shard, &mut stream, eviction);
+                let write = write_frame(shard, &mut stream, eviction, transport);
                 let _ = compio::time::timeout(shard.shared.config.tcp.read_timeout.0, write).await;
             }
         }
@@ -258,12 +276,15 @@ async fn finish<S: AsyncRead + AsyncWrite>(
     let _ = stream.shutdown().await;
 }
 
-async fn serve_frames<S: AsyncRead + AsyncWrite>(
+/// Serves requests until the session ends. `transport` is what the metrics count it as (plain
+/// TCP and TLS are TCP; the WebSocket front-end runs this same loop over its framing).
+pub(super) async fn serve_frames<S: AsyncRead + AsyncWrite>(
     shard: &Shard,
     stream: &mut S,
     session: &mut Session,
     connected_at: Instant,
     movable: bool,
+    transport: Transport,
 ) -> Stop {
     let config = &shard.shared.config.tcp;
     let max_send_bytes = config.max_send_messages_size.0 as usize;
@@ -303,7 +324,7 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
             Ok(bytes) => {
                 shard
                     .metrics
-                    .transport(Transport::Tcp)
+                    .transport(transport)
                     .received_bytes
                     .add(REQUEST_HEADER_SIZE as u64);
                 if session.generation == Generation::Undecided {
@@ -314,7 +335,9 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
                     };
                 }
                 if session.generation == Generation::V09 {
-                    if let Err(stop) = serve_v09_request(shard, stream, session, bytes).await {
+                    if let Err(stop) =
+                        serve_v09_request(shard, stream, session, bytes, transport).await
+                    {
                         return stop;
                     }
                     if movable
@@ -332,7 +355,7 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
             Ok(len) => len,
             Err(error @ FrameError::LengthTooSmall) => {
                 if let Err(error) =
-                    write_frame(shard, stream, ResponseFrame::error(error.code())).await
+                    write_frame(shard, stream, ResponseFrame::error(error.code()), transport).await
                 {
                     return Stop::Error(error);
                 }
@@ -351,7 +374,8 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
                     limit_bytes,
                     "frame too large"
                 );
-                let _ = write_frame(shard, stream, ResponseFrame::error(error.code())).await;
+                let _ =
+                    write_frame(shard, stream, ResponseFrame::error(error.code()), transport).await;
                 // The body was not read: the stream cannot be resynchronised.
                 return Stop::Closed;
             }
@@ -359,7 +383,7 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
         let _permit = match admit_body(shard, session, payload_len).await {
             Ok(permit) => permit,
             Err(BodyRefusal::Status(code)) => {
-                let _ = write_frame(shard, stream, ResponseFrame::error(code)).await;
+                let _ = write_frame(shard, stream, ResponseFrame::error(code), transport).await;
                 return Stop::Closed;
             }
             Err(BodyRefusal::Close(limit)) => return Stop::Timeout(limit),
@@ -379,7 +403,7 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
                 Ok(Ok(mut filled)) => {
                     shard
                         .metrics
-                        .transport(Transport::Tcp)
+                        .transport(transport)
                         .received_bytes
                         .add(payload_len as u64);
                     let payload = filled.split_to(payload_len);
@@ -401,8 +425,11 @@ async fn serve_frames<S: AsyncRead + AsyncWrite>(
             .affinity
             .note_request_bytes(payload_len + response_len);
         // A peer that stops reading must not pin this task and its response forever.
-        match compio::time::timeout(config.read_timeout.0, write_frame(shard, stream, response))
-            .await
+        match compio::time::timeout(
+            config.read_timeout.0,
+            write_frame(shard, stream, response, transport),
+        )
+        .await
         {
             Err(_) => return Stop::Timeout("response write"),
             Ok(Err(error)) => return Stop::Error(error),
@@ -429,6 +456,7 @@ async fn serve_v09_request<S: AsyncRead + AsyncWrite>(
     stream: &mut S,
     session: &mut Session,
     first: [u8; REQUEST_HEADER_SIZE],
+    transport: Transport,
 ) -> Result<(), Stop> {
     let config = &shard.shared.config.tcp;
     let read_timeout = config.read_timeout.0;
@@ -442,8 +470,8 @@ async fn serve_v09_request<S: AsyncRead + AsyncWrite>(
     let mut bytes = [0u8; v09_header::HEADER_SIZE];
     bytes[..REQUEST_HEADER_SIZE].copy_from_slice(&first);
     bytes[REQUEST_HEADER_SIZE..].copy_from_slice(&rest);
-    let transport = shard.metrics.transport(Transport::Tcp);
-    transport.received_bytes.add(rest.len() as u64);
+    let metrics = shard.metrics.transport(transport);
+    metrics.received_bytes.add(rest.len() as u64);
     let max_frame = max_v09_frame(config.max_send_messages_size.0);
     let header = match v09_header::RequestHeader::parse(&bytes, max_frame) {
         Ok(header) => header,
@@ -474,7 +502,7 @@ async fn serve_v09_request<S: AsyncRead + AsyncWrite>(
             Ok(Ok(body)) => body,
         }
     };
-    transport.received_bytes.add(body_len as u64);
+    metrics.received_bytes.add(body_len as u64);
     let reply = v09::process(shard, session, header, body).await;
     drop(_permit);
     let close = reply.close || session.close_requested;
@@ -484,7 +512,7 @@ async fn serve_v09_request<S: AsyncRead + AsyncWrite>(
         chunks: reply.chunks,
         status: None,
     };
-    match compio::time::timeout(read_timeout, write_frame(shard, stream, frame)).await {
+    match compio::time::timeout(read_timeout, write_frame(shard, stream, frame, transport)).await {
         Err(_) => return Err(Stop::Timeout("response write")),
         Ok(Err(error)) => return Err(Stop::Error(error)),
         Ok(Ok(())) => {}
@@ -569,6 +597,7 @@ async fn write_frame<S: AsyncWrite>(
     shard: &Shard,
     stream: &mut S,
     frame: ResponseFrame,
+    transport: Transport,
 ) -> io::Result<()> {
     let bytes: usize = frame.chunks.iter().map(|chunk| chunk.len()).sum();
     let mut chunks = frame.chunks;
@@ -586,7 +615,7 @@ async fn write_frame<S: AsyncWrite>(
     stream.flush().await?;
     shard
         .metrics
-        .transport(Transport::Tcp)
+        .transport(transport)
         .sent_bytes
         .add(bytes as u64);
     Ok(())

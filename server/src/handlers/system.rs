@@ -83,9 +83,12 @@ pub fn cluster_metadata(shard: &Shard) -> HandlerResult {
                 .map_or(shard.shared.config.http.address.port(), |address| {
                     address.port()
                 }),
-            // No WebSocket listener exists: 0 rather than upstream's 8092, which would point
-            // clients at a port nothing answers on.
-            websocket_port: 0,
+            // 0 when WebSocket is off, rather than a port nothing answers on.
+            websocket_port: shard
+                .shared
+                .websocket_address
+                .get()
+                .map_or(0, |address| address.port()),
             role: 0,
             status: 0,
         }],

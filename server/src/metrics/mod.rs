@@ -191,7 +191,7 @@ pub fn ack_mode_slot(mode: crate::storage::AckMode) -> usize {
 }
 
 /// The transports with their own series, in [`ShardMetrics::transports`] order.
-pub const TRANSPORTS: [&str; 2] = ["tcp", "quic"];
+pub const TRANSPORTS: [&str; 3] = ["tcp", "quic", "websocket"];
 
 /// One transport's connections and bytes on one shard.
 #[derive(Debug, Default)]
@@ -239,10 +239,11 @@ pub struct TransportSnapshot {
 }
 
 impl ShardMetrics {
-    /// This shard's figures for `transport` (HTTP and WebSocket are not served: they count as TCP).
+    /// This shard's figures for `transport` (HTTP has its own thread and metrics: it counts as TCP).
     pub fn transport(&self, transport: rill_core::primitives::Transport) -> &TransportMetrics {
         match transport {
             rill_core::primitives::Transport::Quic => &self.transports[1],
+            rill_core::primitives::Transport::WebSocket => &self.transports[2],
             _ => &self.transports[0],
         }
     }
@@ -259,7 +260,7 @@ pub struct ShardMetrics {
     /// Per command slot.
     slow_requests: Box<[Counter]>,
     /// Connections and bytes by transport ([`TRANSPORTS`]; TLS counts as TCP).
-    pub transports: [TransportMetrics; 2],
+    pub transports: [TransportMetrics; 3],
     /// Messages accepted from SendMessages on this shard's connections, and their stored size.
     pub messages_in: Counter,
     pub messages_in_bytes: Counter,
@@ -478,7 +479,7 @@ impl MetricsSnapshot {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ShardSnapshot {
     /// By [`TRANSPORTS`].
-    pub transports: [TransportSnapshot; 2],
+    pub transports: [TransportSnapshot; 3],
     pub messages_in: u64,
     pub messages_in_bytes: u64,
     pub messages_out: u64,

@@ -64,6 +64,10 @@ pub struct SharedState {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// The address the HTTP endpoint bound, once it listens.
     pub http_address: OnceLock<SocketAddr>,
+    /// The WebSocket address shard 0 bound (port 0 resolved), once it listens.
+    pub websocket_address: OnceLock<SocketAddr>,
+    /// TLS under the WebSocket port, when `[websocket.tls]` is on.
+    pub websocket_tls: Option<Arc<rustls::ServerConfig>>,
     /// Every shard's metric cells (each written only by its shard), read by the scraper.
     pub metrics: Arc<Metrics>,
     /// `[system.encryption]`'s key, when encryption at rest is on.
