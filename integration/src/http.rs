@@ -1,6 +1,6 @@
-//! A minimal HTTP/1.1 client for the operators' endpoint (`/metrics`, `/stats`, `/ping`): one
-//! request per connection, as the endpoint closes after each response. Hand-written on purpose:
-//! the tests check the exact bytes and headers the endpoint sends (Content-Length, HEAD).
+//! A minimal HTTP/1.1 client for the HTTP API: one request per connection (`Connection: close`).
+//! Hand-written on purpose: the tests check the exact bytes and headers the server sends
+//! (Content-Length, HEAD), and send what no well-behaved client would.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -21,16 +21,39 @@ pub fn http(address: SocketAddr, method: &str, path: &str) -> HttpResponse {
 
 /// An HTTP request with extra header lines (each ending in \r\n).
 pub fn http_with(address: SocketAddr, method: &str, path: &str, headers: &str) -> HttpResponse {
+    http_body(address, method, path, headers, b"")
+}
+
+/// An HTTP request with extra header lines and a body (its Content-Length is added when the
+/// body is not empty).
+pub fn http_body(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: &[u8],
+) -> HttpResponse {
     let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(5))
         .unwrap_or_else(|error| panic!("connect to the HTTP endpoint {address}: {error}"));
     stream
         .set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
+    let length = if body.is_empty() {
+        String::new()
+    } else {
+        format!("Content-Length: {}\r\n", body.len())
+    };
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nAccept: */*\r\n{headers}\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nAccept: */*\r\nConnection: close\r\n{length}{headers}\r\n"
     )
     .unwrap();
+    stream.write_all(body).unwrap();
+    read_response(&mut stream, method, path)
+}
+
+/// Reads a whole response from a connection the server closes after it.
+pub fn read_response(stream: &mut impl Read, method: &str, path: &str) -> HttpResponse {
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).expect("read HTTP response");
     let text = String::from_utf8(raw).expect("UTF-8 response");
@@ -47,7 +70,9 @@ pub fn http_with(address: SocketAddr, method: &str, path: &str, headers: &str) -
         .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_string()))
         .collect();
     if method != "HEAD" {
-        let length: usize = headers["content-length"].parse().unwrap();
+        let length: usize = headers
+            .get("content-length")
+            .map_or(0, |length| length.parse().unwrap());
         assert_eq!(length, body.len(), "Content-Length of {path}");
     }
     HttpResponse {

@@ -105,6 +105,8 @@ pub enum Transport {
     Tcp,
     /// QUIC with the official defaults (server name "localhost", no certificate validation).
     Quic,
+    /// The HTTP REST API (`--http-api-url`), no retries.
+    Http,
 }
 
 /// Runs the CLI against `server` over `transport`, with its context directory in a temporary
@@ -136,6 +138,17 @@ pub fn iggy_via(
             "quic",
             "--quic-server-address",
             &server.quic_address().to_string(),
+        ]),
+        Transport::Http => command.args([
+            "--transport",
+            "http",
+            "--http-api-url",
+            &format!(
+                "http://{}",
+                server.http_address().expect("the HTTP API listens")
+            ),
+            "--http-retries",
+            "0",
         ]),
     };
     match auth {

@@ -417,7 +417,8 @@ fn data_files_are_private() {
 #[test]
 fn the_http_endpoint_survives_slow_clients() {
     // Proves finding 13: 8 connections sending a byte every 4 s kept /metrics at 503. Heads now
-    // have an overall deadline and a new connection takes the place of the slowest head.
+    // have an overall deadline (http.request_head_timeout), and slow heads hold no thread: each
+    // connection is a task of the HTTP thread's runtime, up to http.max_connections.
     let server = TestServer::start(ServerOptions::new());
     let http = server.http_address().expect("HTTP endpoint");
     let slow: Vec<_> = (0..16)
@@ -434,7 +435,7 @@ fn the_http_endpoint_survives_slow_clients() {
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     stream
-        .write_all(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
+        .write_all(b"GET /ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut response = String::new();
     let _ = stream.read_to_string(&mut response);

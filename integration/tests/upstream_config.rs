@@ -2,7 +2,7 @@
 //! file at upstream's default values (tests/fixtures/upstream-0.8.0-defaults.toml), with the
 //! environment variables upstream's Docker image and Helm chart set. Keys we do not honour are
 //! named in one WARN each where their value asks for something we do not do; keys that ask for
-//! a protection we cannot give (HTTPS), or encryption without a usable key, stop the start with
+//! something we do not offer (JWTs signed with RSA or ECDSA keys), or encryption without a usable key, stop the start with
 //! a clear message, from the file and from the environment alike.
 
 use iggy::prelude::*;
@@ -112,8 +112,10 @@ fn protections_that_cannot_be_given_stop_the_start() {
     );
     let text = start_expecting_refusal(None, &[("IGGY_SYSTEM_ENCRYPTION_ENABLED", "true")]);
     assert!(text.contains("needs system.encryption.key"), "{text}");
-    let text = start_expecting_refusal(None, &[("IGGY_HTTP_TLS_ENABLED", "true")]);
-    assert!(text.contains("HTTPS"), "{text}");
+    // JWTs signed with RSA or ECDSA keys are not offered: named, rather than tokens that never
+    // verify.
+    let text = start_expecting_refusal(None, &[("IGGY_HTTP_JWT_ALGORITHM", "RS256")]);
+    assert!(text.contains("http.jwt.algorithm"), "{text}");
     // A key that is neither ours nor upstream's still stops the start, naming it.
     let text = start_expecting_refusal(Some("[system]\npaht = \"x\"\n"), &[]);
     assert!(text.contains("system.paht"), "{text}");
@@ -135,26 +137,26 @@ fn env_files_and_the_default_config_path_are_read_as_upstream_reads_them() {
         text.contains("needs system.encryption.key"),
         ".env was read: {text}"
     );
-    // A variable already set wins over the file: encryption is off, and HTTPS asked for.
+    // A variable already set wins over the file: encryption is off, and an RSA JWT asked for.
     let text = start_in(
         &dir,
         None,
         &[
             ("IGGY_SYSTEM_ENCRYPTION_ENABLED", "false"),
-            ("IGGY_HTTP_TLS_ENABLED", "true"),
+            ("IGGY_HTTP_JWT_ALGORITHM", "RS256"),
         ],
     );
     assert!(
-        text.contains("HTTPS") && !text.contains("needs system.encryption.key"),
+        text.contains("http.jwt.algorithm") && !text.contains("needs system.encryption.key"),
         "{text}"
     );
 
     let other = tempfile::tempdir().unwrap();
     let env_file = other.path().join("iggy.env");
-    std::fs::write(&env_file, "IGGY_HTTP_TLS_ENABLED=true\n").unwrap();
+    std::fs::write(&env_file, "IGGY_HTTP_JWT_ALGORITHM=RS256\n").unwrap();
     let text = start_in(&dir, None, &[("IGGY_ENV_PATH", env_file.to_str().unwrap())]);
     assert!(
-        text.contains("HTTPS"),
+        text.contains("http.jwt.algorithm"),
         "IGGY_ENV_PATH was read, and only it: {text}"
     );
     let text = start_in(&dir, None, &[("IGGY_ENV_PATH", "/nonexistent/iggy.env")]);

@@ -105,23 +105,26 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
     });
     drop(reader);
 
+    // Commands of the HTTP API reach each shard on a channel of their own.
+    let (http_senders, http_receivers) = crate::http::task_channels(shard_count);
     // Signals are taken by one thread with sigwait; every other thread inherits the mask.
     let signals = block_termination_signals()?;
     // After the mask is set, so the HTTP threads inherit it.
     if shared.config.http.enabled {
         // Not fatal: the broker's job is the binary protocol; a taken metrics port is an
         // operator's problem to fix, loudly reported, not a reason to refuse producers.
-        match crate::http::start(shared.clone()) {
+        match crate::http::start(shared.clone(), http_senders) {
             Ok(address) => {
-                tracing::info!(%address, "HTTP endpoint listening (/metrics, /ping, /stats)")
+                tracing::info!(%address, tls = shared.config.http.tls.enabled, "HTTP API listening (REST, /metrics, /ping, /stats)")
             }
-            Err(error) => tracing::error!(%error, "the HTTP endpoint is not available"),
+            Err(error) => tracing::error!(%error, "the HTTP API is not available"),
         }
     }
     let (events, event_receiver) = mpsc::channel();
     let control = (writer, control_receiver, recovered, root);
     let quic = (frontends.quic_sockets, frontends.quic_config);
-    let threads = start_shards(&shared, placements, inbox_receivers, quic, control, &events)?;
+    let inboxes = inbox_receivers.into_iter().zip(http_receivers).collect();
+    let threads = start_shards(&shared, placements, inboxes, quic, control, &events)?;
     {
         let events = events.clone();
         std::thread::Builder::new()
@@ -155,7 +158,7 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
 fn start_shards(
     shared: &Arc<SharedState>,
     placements: Vec<ShardPlacement>,
-    inboxes: Vec<flume::Receiver<ShardMessage>>,
+    inboxes: Vec<Inboxes>,
     (quic_sockets, quic_config): (Vec<std::net::UdpSocket>, Option<compio_quic::ServerConfig>),
     control: ControlParts,
     events: &mpsc::Sender<Event>,
@@ -526,11 +529,17 @@ async fn serve_inbox(shard: Rc<Shard>, inbox: flume::Receiver<ShardMessage>) {
     }
 }
 
+/// A shard's inbox, and the channel of the HTTP API's commands for it.
+type Inboxes = (
+    flume::Receiver<ShardMessage>,
+    flume::Receiver<crate::http::ShardTask>,
+);
+
 fn shard_main(
     id: u16,
     placement: ShardPlacement,
     shared: Arc<SharedState>,
-    inbox: flume::Receiver<ShardMessage>,
+    (inbox, http_tasks): Inboxes,
     control: Option<ControlParts>,
     quic: Option<(std::net::UdpSocket, compio_quic::ServerConfig)>,
     events: &mpsc::Sender<Event>,
@@ -554,6 +563,7 @@ fn shard_main(
     runtime.block_on(async move {
         let shard = Rc::new(Shard::new(id, shared.clone()));
         compio::runtime::spawn(serve_inbox(shard.clone(), inbox)).detach();
+        compio::runtime::spawn(crate::http::serve_tasks(shard.clone(), http_tasks)).detach();
 
         if let Some((writer, requests, recovered, root)) = control {
             let state_dir = shared.config.system.path.join("state");

@@ -157,7 +157,7 @@ impl TestServer {
     /// The HTTP endpoint's address as this run of the server logged it (set `IGGY_HTTP_ADDRESS`
     /// to `127.0.0.1:0` for a port of its own), if it listens.
     pub fn http_address(&self) -> Option<SocketAddr> {
-        logged_address(&self.log(), "HTTP endpoint listening")
+        logged_address(&self.log(), "HTTP API listening")
     }
 
     /// The server's TCP address (127.0.0.1 and the port chosen at start).

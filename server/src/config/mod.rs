@@ -37,7 +37,11 @@ pub struct Config {
 }
 
 /// Keys whose values are never printed (`IGGY_DISPLAY_CONFIG`).
-const SECRET_KEYS: &[&[&str]] = &[&["system", "encryption", "key"]];
+const SECRET_KEYS: &[&[&str]] = &[
+    &["system", "encryption", "key"],
+    &["http", "jwt", "encoding_secret"],
+    &["http", "jwt", "decoding_secret"],
+];
 
 fn redact_secrets(table: &mut toml::Table) {
     for path in SECRET_KEYS {
@@ -81,7 +85,6 @@ impl Config {
             .expect("the embedded default config is valid TOML");
         let schema = table.clone();
         let mut warnings = Vec::new();
-        let mut asks_for_https = false;
         if let Some(path) = file {
             let text = std::fs::read_to_string(path).map_err(|error| {
                 ConfigError(format!(
@@ -97,7 +100,6 @@ impl Config {
             })?;
             let mut translated = upstream::translate(overrides, &schema)?;
             warnings.append(&mut translated.warnings);
-            asks_for_https |= translated.asks_for_https;
             merge(&mut table, translated.table, "")?;
         }
         let (mut notes, upstream_env) = env::apply(&mut table, &schema, environment)?;
@@ -105,10 +107,6 @@ impl Config {
         let mut translated = upstream::translate(upstream_env, &schema)?;
         warnings.append(&mut translated.warnings);
         merge(&mut table, translated.table, "")?;
-        // Whichever source asked for HTTPS and whichever enabled the endpoint.
-        if (asks_for_https || translated.asks_for_https) && is_enabled(&table, "http") {
-            return Err(upstream::https_refusal());
-        }
         generate_missing_certificates(&mut table, &mut warnings);
         let mut resolved = table.clone();
         redact_secrets(&mut resolved);
@@ -174,6 +172,16 @@ impl Config {
 
     fn validate(&self) -> Result<(), ConfigError> {
         self.system.encryption.master_key().map_err(ConfigError)?;
+        if !matches!(
+            self.http.jwt.algorithm.to_ascii_uppercase().as_str(),
+            "HS256" | "HS384" | "HS512"
+        ) {
+            return Err(ConfigError(format!(
+                "http.jwt.algorithm = {:?}: only HMAC tokens (HS256, HS384, HS512) are offered; \
+                 RSA and ECDSA keys are not supported",
+                self.http.jwt.algorithm
+            )));
+        }
         if self.telemetry.enabled {
             for (key, export) in [
                 ("telemetry.logs.endpoint", &self.telemetry.logs),
@@ -390,11 +398,12 @@ fn is_enabled(table: &toml::Table, section: &str) -> bool {
 fn generate_missing_certificates(table: &mut toml::Table, warnings: &mut Vec<String>) {
     for (section, inner) in [
         ("tcp", "tls"),
+        ("http", "tls"),
         ("quic", "certificate"),
         ("websocket", "tls"),
     ] {
         let enabled = match section {
-            "tcp" | "websocket" => table
+            "tcp" | "http" | "websocket" => table
                 .get(section)
                 .and_then(|outer| outer.get("tls"))
                 .and_then(|tls| tls.get("enabled"))

@@ -394,6 +394,48 @@ pub struct HttpConfig {
     pub public_stats: bool,
     /// The whole request head must arrive within this time.
     pub request_head_timeout: HumanDuration,
+    /// The whole request body must arrive within this time.
+    pub request_body_timeout: HumanDuration,
+    /// Largest request body accepted (upstream's key); larger ones get 413.
+    pub max_request_size: ByteSize,
+    /// HTTP connections open at once; one more is answered 503 and closed.
+    pub max_connections: usize,
+    pub cors: HttpCorsConfig,
+    pub jwt: HttpJwtConfig,
+    pub tls: TlsConfig,
+}
+
+/// `[http.cors]`, upstream's keys and defaults.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpCorsConfig {
+    pub enabled: bool,
+    pub allowed_methods: Vec<String>,
+    pub allowed_origins: Vec<String>,
+    pub allowed_headers: Vec<String>,
+    pub exposed_headers: Vec<String>,
+    pub allow_credentials: bool,
+    pub allow_private_network: bool,
+}
+
+/// `[http.jwt]`, upstream's keys: how access tokens are signed and checked.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpJwtConfig {
+    /// HS256, HS384 or HS512.
+    pub algorithm: String,
+    pub issuer: String,
+    pub audience: String,
+    pub valid_issuers: Vec<String>,
+    pub valid_audiences: Vec<String>,
+    pub access_token_expiry: HumanDuration,
+    pub clock_skew: HumanDuration,
+    pub not_before: HumanDuration,
+    /// Empty: a random secret is generated once and kept in the data directory.
+    pub encoding_secret: Secret,
+    /// Empty: the encoding secret.
+    pub decoding_secret: Secret,
+    pub use_base64_secret: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]

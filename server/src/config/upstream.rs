@@ -38,18 +38,10 @@ const KEYS: &[(&str, Rule)] = &[
              with no periodic check",
         ),
     ),
-    ("http.max_request_size", Quiet),
     ("http.web_ui", Unsupported("false", "there is no web UI")),
     (
-        "http.cors.",
-        Unsupported("", "there is no HTTP API, so no CORS"),
-    ),
-    (
-        "http.jwt.",
-        Unsupported(
-            "",
-            "there is no HTTP API, so no JWT; /stats takes HTTP Basic or a personal access token",
-        ),
+        "http.jwt.trusted_issuers",
+        Unsupported("", "tokens of other issuers (JWKS) are not accepted"),
     ),
     (
         "http.metrics.enabled",
@@ -59,9 +51,6 @@ const KEYS: &[(&str, Rule)] = &[
         "http.metrics.endpoint",
         Unsupported("\"/metrics\"", "the metrics path is /metrics"),
     ),
-    ("http.tls.enabled", Special),
-    ("http.tls.cert_file", Quiet),
-    ("http.tls.key_file", Quiet),
     (
         "tcp.socket_migration",
         Unsupported(
@@ -166,30 +155,6 @@ const KEYS: &[(&str, Rule)] = &[
 
 /// Upstream's default values of the prefix rules' keys, so that only a change WARNs.
 const PREFIX_DEFAULTS: &[(&str, &str)] = &[
-    ("http.cors.enabled", "true"),
-    (
-        "http.cors.allowed_methods",
-        "[\"GET\", \"POST\", \"PUT\", \"DELETE\"]",
-    ),
-    ("http.cors.allowed_origins", "[\"*\"]"),
-    (
-        "http.cors.allowed_headers",
-        "[\"content-type\", \"authorization\"]",
-    ),
-    ("http.cors.exposed_headers", "[\"\"]"),
-    ("http.cors.allow_credentials", "false"),
-    ("http.cors.allow_private_network", "false"),
-    ("http.jwt.algorithm", "\"HS256\""),
-    ("http.jwt.issuer", "\"iggy.apache.org\""),
-    ("http.jwt.audience", "\"iggy.apache.org\""),
-    ("http.jwt.valid_issuers", "[\"iggy.apache.org\"]"),
-    ("http.jwt.valid_audiences", "[\"iggy.apache.org\"]"),
-    ("http.jwt.access_token_expiry", "\"1 h\""),
-    ("http.jwt.clock_skew", "\"5 s\""),
-    ("http.jwt.not_before", "\"0 s\""),
-    ("http.jwt.encoding_secret", "\"\""),
-    ("http.jwt.decoding_secret", "\"\""),
-    ("http.jwt.use_base64_secret", "false"),
     (
         "http.jwt.trusted_issuers",
         "[{ issuer = \"test-issuer\", jwks_url = \"http://127.0.0.1:8081/.well-known/jwks.json\", audience = \"iggy.apache.org\" }]",
@@ -313,18 +278,6 @@ pub(super) struct Translated {
     /// Our keys, to merge strictly.
     pub table: toml::Table,
     pub warnings: Vec<String>,
-    /// `http.tls.enabled = true`: refused if `[http]` is enabled once everything is merged.
-    pub asks_for_https: bool,
-}
-
-/// The refusal of HTTPS asked for on a served HTTP endpoint.
-pub(super) fn https_refusal() -> ConfigError {
-    ConfigError(
-        "http.tls.enabled = true asks for HTTPS, which this server's HTTP endpoint does not \
-         serve: refusing to start rather than serve it in clear text. Set http.tls.enabled = \
-         false, or http.enabled = false."
-            .into(),
-    )
 }
 
 /// Splits `overrides` (a config file, or variables turned into a table) into our keys, which
@@ -378,7 +331,6 @@ pub(super) fn translate(
             "upstream configuration key {path} = {shown} is accepted but has no effect here: {what}"
         ));
     };
-    let asks_for_https = is_true(value_of("http.tls.enabled"));
     for (path, value) in &upstream {
         match rule(path).expect("only upstream keys here") {
             Quiet => {}
@@ -397,7 +349,6 @@ pub(super) fn translate(
                 }
             }
             Special => match path.as_str() {
-                "http.tls.enabled" => {}
                 "tcp.socket.nodelay" if tcp_override => {
                     insert(&mut kept, "tcp.nodelay", value.clone())?
                 }
@@ -438,7 +389,6 @@ pub(super) fn translate(
     Ok(Translated {
         table: kept,
         warnings,
-        asks_for_https,
     })
 }
 
@@ -472,10 +422,16 @@ mod tests {
 
     #[test]
     fn warns_only_where_a_value_differs_and_hides_secrets() {
-        let (_, warnings) =
+        // [http.jwt] is ours: kept, the secret included, no warning.
+        let (kept, warnings) =
             run("[http.jwt]\nalgorithm = \"HS256\"\nencoding_secret = \"s3cr3t\"\n").unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            kept["http"]["jwt"]["encoding_secret"].as_str(),
+            Some("s3cr3t")
+        );
+        let (_, warnings) = run("[http]\nweb_ui = true\n").unwrap();
         assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert!(warnings[0].contains("encoding_secret") && !warnings[0].contains("s3cr3t"));
         let (_, warnings) = run("[consumer_group]\nrebalancing_check_interval = \"5s\"\n").unwrap();
         assert!(warnings.is_empty());
         let (_, warnings) = run("[consumer_group]\nrebalancing_check_interval = \"1s\"\n").unwrap();
@@ -490,14 +446,10 @@ mod tests {
     }
 
     #[test]
-    fn protections_that_cannot_be_given_refuse_the_start() {
-        let https = |text: &str| {
-            translate(text.parse().unwrap(), &schema())
-                .unwrap()
-                .asks_for_https
-        };
-        assert!(https("[http.tls]\nenabled = true\n"));
-        assert!(!https("[http.tls]\nenabled = false\n"));
+    fn ours_are_kept_and_bad_shapes_are_errors() {
+        // HTTPS is ours: kept as written.
+        let (kept, _) = run("[http.tls]\nenabled = true\ncert_file = \"c.pem\"\n").unwrap();
+        assert_eq!(kept["http"]["tls"]["enabled"].as_bool(), Some(true));
         // A rename onto a value that is not a table is an error, not a panic.
         assert!(run("[logging]\nfile = \"x\"\n[system.logging]\npath = \"l\"\n").is_err());
         // Encryption at rest is ours: kept as written.
@@ -546,16 +498,14 @@ mod tests {
 
     #[test]
     fn names_of_upstream_variables() {
-        assert_eq!(
-            env_path("IGGY_HTTP_TLS_ENABLED").as_deref(),
-            Some("http.tls.enabled")
-        );
+        assert_eq!(env_path("IGGY_HTTP_TLS_ENABLED"), None, "ours");
+        assert_eq!(env_path("IGGY_HTTP_WEB_UI").as_deref(), Some("http.web_ui"));
         assert_eq!(env_path("IGGY_SYSTEM_ENCRYPTION_ENABLED"), None, "ours");
         assert_eq!(
             env_path("IGGY_CLUSTER_NODE_OTHERS_0_PORTS_TCP").as_deref(),
             Some("cluster.node_others_0_ports_tcp")
         );
         assert_eq!(env_path("IGGY_TCP_ADDRESS"), None, "ours");
-        assert!(rule("http.jwt.algorithm").is_some() && rule("tcp.address").is_none());
+        assert!(rule("http.jwt.trusted_issuers").is_some() && rule("tcp.address").is_none());
     }
 }

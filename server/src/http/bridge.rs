@@ -1,0 +1,90 @@
+//! Runs an HTTP request's command on a shard, as a binary client's request runs: the same
+//! handler, permission checks, routing to the partition's owner, metrics and request span.
+//!
+//! The command travels as a task on the shard's HTTP channel (one per shard, served by
+//! [`serve_tasks`] on the shard's event loop, so the shard layer knows nothing of HTTP), with a
+//! session of its own made for this one request: logged in as the token's user, client id 0
+//! (HTTP clients are not registered, as upstream's are not), transport HTTP. Shards are taken in
+//! turn; a data request for another shard's partition is forwarded from there as any is.
+
+use crate::handlers::Response;
+use crate::session::Session;
+use crate::shard::Shard;
+use rill_core::primitives::Transport;
+use rill_core::{ErrorCode, Request};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// A command for a shard: it gets the shard and runs on its event loop, and sends its result
+/// back over a channel it captured.
+pub type ShardTask = Box<dyn FnOnce(Rc<Shard>) -> Pin<Box<dyn Future<Output = ()>>> + Send>;
+
+/// One channel per shard: the senders for the HTTP thread, the receivers for the shards.
+#[allow(clippy::type_complexity)]
+pub fn task_channels(
+    shards: u16,
+) -> (
+    Vec<flume::Sender<ShardTask>>,
+    Vec<flume::Receiver<ShardTask>>,
+) {
+    (0..shards).map(|_| flume::unbounded()).unzip()
+}
+
+/// Runs the HTTP API's commands on this shard, each as a task of its own.
+pub async fn serve_tasks(shard: Rc<Shard>, tasks: flume::Receiver<ShardTask>) {
+    while let Ok(task) = tasks.recv_async().await {
+        compio::runtime::spawn(task(shard.clone())).detach();
+    }
+}
+
+/// The client id of every HTTP request: registered clients start at 1.
+pub const HTTP_CLIENT_ID: u32 = 0;
+
+pub struct Bridge {
+    shards: Vec<flume::Sender<ShardTask>>,
+    next: AtomicUsize,
+}
+
+impl Bridge {
+    pub fn new(shards: Vec<flume::Sender<ShardTask>>) -> Bridge {
+        Bridge {
+            shards,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// Runs `request` as `user_id` (None: not logged in) for a client at `peer`.
+    pub async fn run(
+        &self,
+        user_id: Option<u32>,
+        peer: SocketAddr,
+        request: Request,
+    ) -> Result<Response, ErrorCode> {
+        if self.shards.is_empty() {
+            return Err(ErrorCode::Error);
+        }
+        let shard = self.next.fetch_add(1, Ordering::Relaxed) % self.shards.len();
+        let (reply, answer) = flume::bounded(1);
+        let task: ShardTask = Box::new(move |shard| {
+            Box::pin(async move {
+                let mut session = Session::new(HTTP_CLIENT_ID, peer, Transport::Http);
+                if let Some(user_id) = user_id {
+                    session.log_in(user_id);
+                }
+                let slot = crate::metrics::command_slot(request.command().code());
+                let result =
+                    crate::frontend::run(&shard, &mut session, slot, request, Instant::now()).await;
+                let _ = reply.send(result);
+            })
+        });
+        if self.shards[shard].send_async(task).await.is_err() {
+            // The shard has stopped: the server is shutting down.
+            return Err(ErrorCode::Error);
+        }
+        answer.recv_async().await.unwrap_or(Err(ErrorCode::Error))
+    }
+}
