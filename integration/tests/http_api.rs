@@ -709,7 +709,10 @@ async fn the_official_cli_over_http() {
     let client = root_client(&server).await;
     assert_eq!(client.get_streams().await.expect("streams").len(), 1);
     let topic = client
-        .get_topic(&Identifier::named("h").unwrap(), &Identifier::named("t").unwrap())
+        .get_topic(
+            &Identifier::named("h").unwrap(),
+            &Identifier::named("t").unwrap(),
+        )
         .await
         .unwrap()
         .unwrap();
