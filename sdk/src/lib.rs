@@ -8,8 +8,9 @@
 //!   strategies, consumer groups and offset commits.
 //!
 //! The protocol itself lives in `rill_core` (sans I/O); this crate adds transports
-//! ([`transport`]: TCP, TLS over TCP with rustls, QUIC with quinn; chosen by
-//! [`TransportKind`] or the connection string's scheme `iggy://`, `iggy+tls://`, `iggy+quic://`)
+//! ([`transport`]: TCP, TLS over TCP with rustls, QUIC with quinn, WebSocket (ws/wss) with
+//! tungstenite; chosen by [`TransportKind`] or the connection string's scheme `iggy://`,
+//! `iggy+tls://`, `iggy+quic://`, `iggy+ws://`)
 //! and ergonomics. Either protocol generation is spoken, Iggy 0.8 by default or 0.9 with
 //! [`Protocol::V09`] (`protocol=0.9` in the connection string).
 //!
@@ -41,6 +42,7 @@ pub use client::{
 };
 pub use config::{
     ClientConfig, Credentials, Protocol, QuicOptions, ReconnectPolicy, TlsOptions, TransportKind,
+    WebSocketOptions,
 };
 pub use error::{Error, Result};
 pub use message::{Header, HeaderValue, Message, SendMessage};

@@ -20,9 +20,14 @@ impl ClientConfig {
                 config.transport = TransportKind::Quic(QuicOptions::default());
                 default_port = 8080;
             }
+            "iggy+ws" => {
+                config.transport = TransportKind::WebSocket(WebSocketOptions::default());
+                default_port = 8092;
+            }
             other => {
                 return Err(invalid(&format!(
-                    "unsupported scheme '{other}' (expected iggy, iggy+tcp, iggy+tls or iggy+quic)"
+                    "unsupported scheme '{other}' (expected iggy, iggy+tcp, iggy+tls, iggy+quic \
+                     or iggy+ws)"
                 )));
             }
         }
@@ -62,11 +67,16 @@ impl ClientConfig {
                 None => Credentials::PersonalAccessToken(percent_decode(user_info)?),
             },
         };
-        for pair in query.into_iter().flat_map(|q| q.split('&')) {
-            if pair.is_empty() {
-                continue;
-            }
-            let (key, value) = pair.split_once('=').unwrap_or((pair, "true"));
+        let mut pairs: Vec<(&str, &str)> = query
+            .into_iter()
+            .flat_map(|q| q.split('&'))
+            .filter(|pair| !pair.is_empty())
+            .map(|pair| pair.split_once('=').unwrap_or((pair, "true")))
+            .collect();
+        // `tls` first: upstream reads the options in any order, so `tls_domain=..&tls=true` must
+        // not fail for naming the TLS settings before enabling TLS.
+        pairs.sort_by_key(|(key, _)| *key != "tls");
+        for (key, value) in pairs {
             config.apply_option(key, value)?;
         }
         Ok(config)
@@ -76,7 +86,7 @@ impl ClientConfig {
         let invalid =
             || Error::InvalidConnectionString(format!("invalid value for {key}: {value}"));
         match key {
-            "tls" => match (parse_bool(value).ok_or_else(invalid)?, &self.transport) {
+            "tls" => match (parse_bool(value).ok_or_else(invalid)?, &mut self.transport) {
                 (_, TransportKind::Quic(_)) => {
                     return Err(Error::InvalidConnectionString(
                         "tls applies to TCP; QUIC is always encrypted".to_owned(),
@@ -85,14 +95,23 @@ impl ClientConfig {
                 (true, TransportKind::Tcp) => {
                     self.transport = TransportKind::TcpTls(TlsOptions::default())
                 }
+                (enabled, TransportKind::WebSocket(options)) => {
+                    options.tls = enabled.then(WebSocketOptions::default_tls)
+                }
                 (true, _) => {}
                 (false, _) => self.transport = TransportKind::Tcp,
             },
             "tls_domain" | "tls_validate_certificate" => {
-                let TransportKind::TcpTls(options) = &mut self.transport else {
-                    return Err(Error::InvalidConnectionString(format!(
-                        "{key} needs tls=true (or iggy+tls://)"
-                    )));
+                let options = match &mut self.transport {
+                    TransportKind::TcpTls(options) => options,
+                    TransportKind::WebSocket(WebSocketOptions {
+                        tls: Some(options), ..
+                    }) => options,
+                    _ => {
+                        return Err(Error::InvalidConnectionString(format!(
+                            "{key} needs tls=true (or iggy+tls://)"
+                        )));
+                    }
                 };
                 match key {
                     "tls_domain" => options.domain = Some(value.to_owned()),
@@ -102,7 +121,10 @@ impl ClientConfig {
             "tls_ca_file" => match &mut self.transport {
                 TransportKind::TcpTls(options) => options.ca_file = Some(value.to_owned()),
                 TransportKind::Quic(options) => options.ca_file = Some(value.to_owned()),
-                TransportKind::Tcp => {
+                TransportKind::WebSocket(WebSocketOptions {
+                    tls: Some(options), ..
+                }) => options.ca_file = Some(value.to_owned()),
+                TransportKind::Tcp | TransportKind::WebSocket(_) => {
                     return Err(Error::InvalidConnectionString(
                         "tls_ca_file needs tls=true (or iggy+tls://)".to_owned(),
                     ));
@@ -154,6 +176,31 @@ impl ClientConfig {
                     "initial_mtu" => options.initial_mtu = value.parse().map_err(|_| invalid())?,
                     "send_window" => options.send_window = value.parse().map_err(|_| invalid())?,
                     _ => options.receive_window = value.parse().map_err(|_| invalid())?,
+                }
+            }
+            "max_message_size"
+            | "max_frame_size"
+            | "read_buffer_size"
+            | "write_buffer_size"
+            | "max_write_buffer_size"
+            | "accept_unmasked_frames" => {
+                let TransportKind::WebSocket(options) = &mut self.transport else {
+                    return Err(Error::InvalidConnectionString(format!(
+                        "{key} is a WebSocket option (use iggy+ws://)"
+                    )));
+                };
+                if key == "accept_unmasked_frames" {
+                    // See WebSocketOptions: checked, without effect.
+                    parse_bool(value).ok_or_else(invalid)?;
+                    return Ok(());
+                }
+                let size: usize = value.parse().map_err(|_| invalid())?;
+                match key {
+                    "max_message_size" => options.max_message_size = size,
+                    "max_frame_size" => options.max_frame_size = size,
+                    "read_buffer_size" => options.read_buffer_size = Some(size),
+                    "write_buffer_size" => options.write_buffer_size = Some(size),
+                    _ => {}
                 }
             }
             "nodelay" => self.nodelay = parse_bool(value).ok_or_else(invalid)?,

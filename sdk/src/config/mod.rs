@@ -20,6 +20,12 @@
 //! disables), `max_concurrent_bidi_streams`, `datagram_send_buffer_size`, `initial_mtu`,
 //! `send_window`, `receive_window`.
 //!
+//! WebSocket (`iggy+ws://`, port 8092; the names of upstream's SDK 0.10.0): `tls` (bool: wss),
+//! `tls_domain`, `tls_ca_file` (PEM), `tls_validate_certificate` (bool, default false as
+//! upstream's WebSocket client), `max_message_size` and `max_frame_size` (bytes, limits on one
+//! response), `read_buffer_size`, `write_buffer_size`; `max_write_buffer_size` and
+//! `accept_unmasked_frames` are accepted and have no effect (see [`WebSocketOptions`]).
+//!
 //! Durations accept `us`, `ms`, `s`, `m`, `h` suffixes (`250ms`, `5s`); a bare number is
 //! milliseconds.
 
@@ -31,6 +37,8 @@ use std::time::Duration;
 pub const DEFAULT_TCP_ADDRESS: &str = "127.0.0.1:8090";
 /// The default QUIC server address (UDP).
 pub const DEFAULT_QUIC_ADDRESS: &str = "127.0.0.1:8080";
+/// The default WebSocket server address.
+pub const DEFAULT_WEBSOCKET_ADDRESS: &str = "127.0.0.1:8092";
 /// The QUIC server name upstream's SDK uses (the name in the server's default self-signed
 /// certificate).
 pub const DEFAULT_QUIC_SERVER_NAME: &str = "localhost";
@@ -126,6 +134,51 @@ pub enum TransportKind {
     TcpTls(TlsOptions),
     /// QUIC over UDP, one bidirectional stream per request (protocol.md 1.6).
     Quic(QuicOptions),
+    /// WebSocket (RFC 6455), with TLS (wss) when [`WebSocketOptions::tls`] is set: one binary
+    /// message per request frame and per reply.
+    WebSocket(WebSocketOptions),
+}
+
+/// WebSocket options. The upstream SDK's `max_write_buffer_size` and `accept_unmasked_frames`
+/// have no counterpart: a client writes one message and waits for its reply, so its write
+/// buffer never holds more than that message, and it is the server that must not mask.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebSocketOptions {
+    /// wss: TLS to the server's WebSocket port (the server needs `[websocket.tls]`).
+    pub tls: Option<TlsOptions>,
+    /// The largest reply (one message) accepted, in bytes; default 1 GiB as over TCP (upstream
+    /// uses tungstenite's 64 MiB, which a large poll exceeds).
+    pub max_message_size: usize,
+    /// The largest single frame accepted, in bytes (default 1 GiB: the server fragments large
+    /// replies itself, at its `websocket.write_buffer_size`).
+    pub max_frame_size: usize,
+    /// Bytes read from the socket at a time (tungstenite's default when `None`).
+    pub read_buffer_size: Option<usize>,
+    /// Bytes gathered before a write reaches the socket (tungstenite's default when `None`).
+    pub write_buffer_size: Option<usize>,
+}
+
+impl WebSocketOptions {
+    /// TLS settings of `tls=true` without further options: no certificate validation, as
+    /// upstream's WebSocket client (servers use a self-signed certificate by default).
+    pub fn default_tls() -> TlsOptions {
+        TlsOptions {
+            validate_certificate: false,
+            ..TlsOptions::default()
+        }
+    }
+}
+
+impl Default for WebSocketOptions {
+    fn default() -> Self {
+        WebSocketOptions {
+            tls: None,
+            max_message_size: 1 << 30,
+            max_frame_size: 1 << 30,
+            read_buffer_size: None,
+            write_buffer_size: None,
+        }
+    }
 }
 
 /// TLS-over-TCP options.

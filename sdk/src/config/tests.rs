@@ -190,3 +190,60 @@ fn durations() {
     assert_eq!(parse_duration("x"), None);
     assert_eq!(parse_duration("5 parsecs"), None);
 }
+
+#[test]
+fn websocket_strings_take_upstreams_options() {
+    let config = ClientConfig::from_connection_string("iggy+ws://u:p@h:1").unwrap();
+    assert_eq!(config.address, "h:1");
+    assert_eq!(
+        config.transport,
+        TransportKind::WebSocket(WebSocketOptions::default())
+    );
+    let config = ClientConfig::from_connection_string("iggy+ws://u:p@h").unwrap();
+    assert_eq!(config.address, "h:8092");
+
+    // TLS settings before `tls=true` are fine, as upstream reads options in any order.
+    let config = ClientConfig::from_connection_string(
+        "iggy+ws://u:p@h:1?tls_domain=localhost&tls_ca_file=/ca.pem&tls=true&max_message_size=1000&accept_unmasked_frames=false&protocol=0.9",
+    )
+    .unwrap();
+    assert_eq!(config.protocol, Protocol::V09);
+    let TransportKind::WebSocket(options) = config.transport else {
+        panic!("not WebSocket");
+    };
+    assert_eq!(options.max_message_size, 1000);
+    assert_eq!(
+        options.tls,
+        Some(TlsOptions {
+            domain: Some("localhost".into()),
+            ca_file: Some("/ca.pem".into()),
+            validate_certificate: false,
+        })
+    );
+    let config = ClientConfig::from_connection_string(
+        "iggy+ws://u:p@h:1?tls=true&tls_validate_certificate=true",
+    )
+    .unwrap();
+    assert!(matches!(
+        config.transport,
+        TransportKind::WebSocket(WebSocketOptions {
+            tls: Some(TlsOptions {
+                validate_certificate: true,
+                ..
+            }),
+            ..
+        })
+    ));
+
+    for text in [
+        "iggy+ws://u:p@h:1?tls_domain=x",
+        "iggy+ws://u:p@h:1?server_name=x",
+        "iggy+ws://u:p@h:1?max_frame_size=big",
+        "iggy://u:p@h:1?max_message_size=1",
+    ] {
+        assert!(
+            ClientConfig::from_connection_string(text).is_err(),
+            "{text}"
+        );
+    }
+}

@@ -1,9 +1,11 @@
 //! Transports: the only code that touches sockets.
 //!
 //! A [`Connector`] opens [`Connection`]s; a connection carries one request frame and reads one
-//! response frame at a time (protocol.md 1.1-1.2). Three transports sit behind the two traits:
-//! plain TCP ([`TcpConnector`]), TLS over TCP ([`TlsConnector`], protocol.md 1.5) and QUIC
-//! ([`QuicConnector`], one bidirectional stream per [`Connection::round_trip`], protocol.md 1.6).
+//! response frame at a time (protocol.md 1.1-1.2). Four transports sit behind the two traits:
+//! plain TCP ([`TcpConnector`]), TLS over TCP ([`TlsConnector`], protocol.md 1.5), QUIC
+//! ([`QuicConnector`], one bidirectional stream per [`Connection::round_trip`], protocol.md 1.6)
+//! and WebSocket, ws or wss ([`WebSocketConnector`], one binary message per frame and per
+//! reply, read whole by [`parse_reply`]).
 //!
 //! All rustls configurations use the ring provider explicitly: the process-wide default
 //! provider is ambiguous when another crate in the same build enables aws-lc-rs.
@@ -17,12 +19,16 @@
 //! Nagle is on costs ~40 ms per request; TCP_NODELAY is also set by default.
 
 mod quic;
+mod reply;
 mod tcp;
 mod tls;
+mod websocket;
 
 pub use quic::{QuicConnection, QuicConnector};
+pub use reply::parse_reply;
 pub use tcp::{TcpConnection, TcpConnector};
 pub use tls::{TlsConnection, TlsConnector};
+pub use websocket::{WebSocketConnector, WsConnection};
 
 use crate::config::{ClientConfig, Protocol, TransportKind};
 use crate::error::{Error, Result};
@@ -121,6 +127,11 @@ pub fn connector_for(config: &ClientConfig) -> Result<Arc<dyn Connector>> {
             config.nodelay,
         )?)),
         TransportKind::Quic(options) => Ok(Arc::new(QuicConnector::new(options)?)),
+        TransportKind::WebSocket(options) => Ok(Arc::new(WebSocketConnector::new(
+            options,
+            &config.address,
+            config.nodelay,
+        )?)),
     }
 }
 

@@ -301,7 +301,7 @@ impl Connector for TlsConnector {
 
 /// Certificate problems become permanent failures; anything else stays an I/O error (retried),
 /// with a hint for the common case of a server that does not speak TLS.
-fn handshake_error(error: io::Error, address: &str, name: &ServerName<'_>) -> io::Error {
+pub(crate) fn handshake_error(error: io::Error, address: &str, name: &ServerName<'_>) -> io::Error {
     let name = name.to_str();
     match error
         .get_ref()
