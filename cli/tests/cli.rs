@@ -699,7 +699,7 @@ fn unreachable_server_and_unsupported_transport() {
         .env("IGGY_HOME", home.path())
         .args([
             "--transport",
-            "ws",
+            "smtp",
             "-u",
             "iggy",
             "-p",

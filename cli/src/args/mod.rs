@@ -216,6 +216,33 @@ pub struct GlobalArgs {
     #[arg(long)]
     pub websocket_reconnection_interval: Option<String>,
 
+    /// Flag to enable TLS (wss) for the WebSocket transport [rill addition; upstream SDK option
+    /// `tls`]
+    #[arg(long)]
+    pub websocket_tls_enabled: bool,
+
+    /// Name to verify the WebSocket server's certificate against (default: the host of the
+    /// address) [rill addition; upstream SDK option `tls_domain`]
+    #[arg(long)]
+    pub websocket_tls_domain: Option<String>,
+
+    /// PEM file of CA certificates (or the server's own certificate) to trust for wss instead
+    /// of the built-in web PKI roots [rill addition; upstream SDK option `tls_ca_file`]
+    #[arg(long, value_name = "PEM_FILE")]
+    pub websocket_tls_ca_file: Option<String>,
+
+    /// Whether to validate the server's certificate over wss [rill addition]
+    ///
+    /// [default: false, as upstream's WebSocket client]
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true"
+    )]
+    pub websocket_tls_validate_certificate: Option<bool>,
+
     /// Quiet mode (disabled stdout printing)
     #[arg(short, long)]
     pub quiet: bool,

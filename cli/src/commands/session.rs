@@ -9,8 +9,8 @@ use crate::output::Printer;
 use crate::util::*;
 use rill_sdk::Client;
 use rill_sdk::config::{
-    ClientConfig, DEFAULT_QUIC_ADDRESS, DEFAULT_TCP_ADDRESS, Protocol, QuicOptions,
-    ReconnectPolicy, TlsOptions, TransportKind,
+    ClientConfig, DEFAULT_QUIC_ADDRESS, DEFAULT_TCP_ADDRESS, DEFAULT_WEBSOCKET_ADDRESS, Protocol,
+    QuicOptions, ReconnectPolicy, TlsOptions, TransportKind, WebSocketOptions,
 };
 use rill_sdk::types::*;
 use std::io::IsTerminal;
@@ -81,6 +81,33 @@ pub(super) fn quic_options(global: &GlobalArgs) -> Result<QuicOptions, CliError>
     })
 }
 
+pub(super) fn websocket_options(global: &GlobalArgs) -> Result<WebSocketOptions, CliError> {
+    let tls = if global.websocket_tls_enabled {
+        let defaults = WebSocketOptions::default_tls();
+        Some(TlsOptions {
+            domain: global.websocket_tls_domain.clone(),
+            ca_file: global.websocket_tls_ca_file.clone(),
+            validate_certificate: global
+                .websocket_tls_validate_certificate
+                .unwrap_or(defaults.validate_certificate),
+        })
+    } else if global.websocket_tls_domain.is_some()
+        || global.websocket_tls_ca_file.is_some()
+        || global.websocket_tls_validate_certificate.is_some()
+    {
+        return Err(CliError::usage(
+            "--websocket-tls-domain, --websocket-tls-ca-file and \
+             --websocket-tls-validate-certificate need --websocket-tls-enabled",
+        ));
+    } else {
+        None
+    };
+    Ok(WebSocketOptions {
+        tls,
+        ..WebSocketOptions::default()
+    })
+}
+
 pub(super) fn settings(global: &GlobalArgs, context: ContextConfig) -> Result<Settings, CliError> {
     let transport = global
         .transport
@@ -147,9 +174,26 @@ pub(super) fn settings(global: &GlobalArgs, context: ContextConfig) -> Result<Se
                 interval,
             )
         }
+        "ws" | "websocket" => {
+            let address = global
+                .websocket_server_address
+                .clone()
+                .unwrap_or_else(|| DEFAULT_WEBSOCKET_ADDRESS.to_owned());
+            let interval = parse_interval(
+                "websocket-reconnection-interval",
+                global.websocket_reconnection_interval.as_ref(),
+            )?;
+            let retries = global.websocket_reconnection_max_retries.unwrap_or(3);
+            (
+                address,
+                TransportKind::WebSocket(websocket_options(global)?),
+                retries,
+                interval,
+            )
+        }
         other => {
             return Err(CliError::usage(format!(
-                "transport '{other}' is not supported by this CLI (use tcp or quic)"
+                "transport '{other}' is not supported by this CLI (use tcp, quic or ws)"
             )));
         }
     };
@@ -488,10 +532,60 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_transports_and_stray_quic_flags_are_usage_errors() {
+    fn websocket_flags_make_a_websocket_config() {
+        let config = config_for(&["--transport", "ws", "stream", "list"]).unwrap();
+        assert_eq!(config.address, "127.0.0.1:8092");
+        assert_eq!(
+            config.transport,
+            TransportKind::WebSocket(WebSocketOptions::default())
+        );
+        let config = config_for(&[
+            "--transport",
+            "ws",
+            "--websocket-server-address",
+            "10.0.0.3:9092",
+            "--websocket-reconnection-max-retries",
+            "2",
+            "--websocket-reconnection-interval",
+            "300ms",
+            "--websocket-tls-enabled",
+            "--websocket-tls-domain",
+            "broker",
+            "--websocket-tls-ca-file",
+            "/ca.pem",
+            "--websocket-tls-validate-certificate",
+            "stream",
+            "list",
+        ])
+        .unwrap();
+        assert_eq!(config.address, "10.0.0.3:9092");
+        assert_eq!(config.reconnect.max_attempts, Some(3));
+        assert_eq!(config.reconnect.initial_backoff, Duration::from_millis(300));
+        let TransportKind::WebSocket(options) = config.transport else {
+            panic!("not WebSocket");
+        };
+        assert_eq!(
+            options.tls,
+            Some(TlsOptions {
+                domain: Some("broker".into()),
+                ca_file: Some("/ca.pem".into()),
+                validate_certificate: true,
+            })
+        );
+    }
+
+    #[test]
+    fn unsupported_transports_and_stray_tls_flags_are_usage_errors() {
         for args in [
             &["--transport", "http", "stream", "list"][..],
-            &["--transport", "ws", "stream", "list"][..],
+            &[
+                "--transport",
+                "ws",
+                "--websocket-tls-domain",
+                "localhost",
+                "stream",
+                "list",
+            ][..],
             &[
                 "--transport",
                 "quic",
