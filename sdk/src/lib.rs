@@ -41,8 +41,8 @@ pub use client::{
     parse_identifier,
 };
 pub use config::{
-    ClientConfig, Credentials, Protocol, QuicOptions, ReconnectPolicy, TlsOptions, TransportKind,
-    WebSocketOptions,
+    ClientConfig, Credentials, HttpOptions, Protocol, QuicOptions, ReconnectPolicy, TlsOptions,
+    TransportKind, WebSocketOptions,
 };
 pub use error::{Error, Result};
 pub use message::{Header, HeaderValue, Message, SendMessage};

@@ -24,10 +24,14 @@ impl ClientConfig {
                 config.transport = TransportKind::WebSocket(WebSocketOptions::default());
                 default_port = 8092;
             }
+            "iggy+http" => {
+                config.transport = TransportKind::Http(HttpOptions::default());
+                default_port = 3000;
+            }
             other => {
                 return Err(invalid(&format!(
-                    "unsupported scheme '{other}' (expected iggy, iggy+tcp, iggy+tls, iggy+quic \
-                     or iggy+ws)"
+                    "unsupported scheme '{other}' (expected iggy, iggy+tcp, iggy+tls, iggy+quic, \
+                     iggy+ws or iggy+http)"
                 )));
             }
         }
@@ -98,6 +102,9 @@ impl ClientConfig {
                 (enabled, TransportKind::WebSocket(options)) => {
                     options.tls = enabled.then(WebSocketOptions::default_tls)
                 }
+                (enabled, TransportKind::Http(options)) => {
+                    options.tls = enabled.then(TlsOptions::default)
+                }
                 (true, _) => {}
                 (false, _) => self.transport = TransportKind::Tcp,
             },
@@ -106,7 +113,8 @@ impl ClientConfig {
                     TransportKind::TcpTls(options) => options,
                     TransportKind::WebSocket(WebSocketOptions {
                         tls: Some(options), ..
-                    }) => options,
+                    })
+                    | TransportKind::Http(HttpOptions { tls: Some(options) }) => options,
                     _ => {
                         return Err(Error::InvalidConnectionString(format!(
                             "{key} needs tls=true (or iggy+tls://)"
@@ -123,8 +131,11 @@ impl ClientConfig {
                 TransportKind::Quic(options) => options.ca_file = Some(value.to_owned()),
                 TransportKind::WebSocket(WebSocketOptions {
                     tls: Some(options), ..
-                }) => options.ca_file = Some(value.to_owned()),
-                TransportKind::Tcp | TransportKind::WebSocket(_) => {
+                })
+                | TransportKind::Http(HttpOptions { tls: Some(options) }) => {
+                    options.ca_file = Some(value.to_owned())
+                }
+                TransportKind::Tcp | TransportKind::WebSocket(_) | TransportKind::Http(_) => {
                     return Err(Error::InvalidConnectionString(
                         "tls_ca_file needs tls=true (or iggy+tls://)".to_owned(),
                     ));

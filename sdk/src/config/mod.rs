@@ -26,6 +26,12 @@
 //! response), `read_buffer_size`, `write_buffer_size`; `max_write_buffer_size` and
 //! `accept_unmasked_frames` are accepted and have no effect (see [`WebSocketOptions`]).
 //!
+//! HTTP (`iggy+http://`, port 3000): the server's REST API, every command turned into its HTTP
+//! call (see `transport::http`); `tls` (bool: HTTPS), `tls_domain`, `tls_ca_file`,
+//! `tls_validate_certificate` (default true). It carries upstream 0.8's commands, so
+//! `protocol=0.9` does not apply, and what the REST API has no call for (GetMe, joining a
+//! consumer group) is refused with FeatureUnavailable, as upstream's HTTP client refuses it.
+//!
 //! Durations accept `us`, `ms`, `s`, `m`, `h` suffixes (`250ms`, `5s`); a bare number is
 //! milliseconds.
 
@@ -39,6 +45,8 @@ pub const DEFAULT_TCP_ADDRESS: &str = "127.0.0.1:8090";
 pub const DEFAULT_QUIC_ADDRESS: &str = "127.0.0.1:8080";
 /// The default WebSocket server address.
 pub const DEFAULT_WEBSOCKET_ADDRESS: &str = "127.0.0.1:8092";
+/// The default address of the HTTP API.
+pub const DEFAULT_HTTP_ADDRESS: &str = "127.0.0.1:3000";
 /// The QUIC server name upstream's SDK uses (the name in the server's default self-signed
 /// certificate).
 pub const DEFAULT_QUIC_SERVER_NAME: &str = "localhost";
@@ -137,6 +145,16 @@ pub enum TransportKind {
     /// WebSocket (RFC 6455), with TLS (wss) when [`WebSocketOptions::tls`] is set: one binary
     /// message per request frame and per reply.
     WebSocket(WebSocketOptions),
+    /// The HTTP REST API (HTTPS when [`HttpOptions::tls`] is set): each command as its HTTP
+    /// call, the JSON answer as the command's payload.
+    Http(HttpOptions),
+}
+
+/// HTTP API options.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HttpOptions {
+    /// HTTPS to the server's HTTP API (the server needs `[http.tls]`).
+    pub tls: Option<TlsOptions>,
 }
 
 /// WebSocket options. The upstream SDK's `max_write_buffer_size` and `accept_unmasked_frames`

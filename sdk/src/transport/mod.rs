@@ -18,12 +18,14 @@
 //! the batch buffer without another copy). Splitting the header into its own small write while
 //! Nagle is on costs ~40 ms per request; TCP_NODELAY is also set by default.
 
+mod http;
 mod quic;
 mod reply;
 mod tcp;
 mod tls;
 mod websocket;
 
+pub use http::{HttpConnection, HttpConnector};
 pub use quic::{QuicConnection, QuicConnector};
 pub use reply::parse_reply;
 pub use tcp::{TcpConnection, TcpConnector};
@@ -131,6 +133,14 @@ pub fn connector_for(config: &ClientConfig) -> Result<Arc<dyn Connector>> {
             options,
             &config.address,
             config.nodelay,
+        )?)),
+        TransportKind::Http(_) if config.protocol != Protocol::V08 => Err(Error::invalid(
+            "the HTTP API carries upstream 0.8's commands: protocol=0.9 applies to the binary \
+             transports",
+        )),
+        TransportKind::Http(options) => Ok(Arc::new(HttpConnector::new(
+            options.tls.as_ref(),
+            &config.address,
         )?)),
     }
 }

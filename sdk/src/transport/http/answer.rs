@@ -1,0 +1,617 @@
+//! The HTTP API's JSON answers as the payloads of the binary commands they stand for, so the
+//! client above the transport reads them as it reads a TCP answer.
+//!
+//! Sizes arrive as upstream's strings ("1.234 KB", "34732 KiB") or as numbers; ids of messages
+//! as numbers up to u128; payloads and header values in base64.
+
+use super::route::{Answer, HEADER_KINDS};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use bytes::BufMut;
+use rill_core::Encode;
+use rill_core::message::MessageHeader;
+use rill_core::message::encode_poll_header;
+use rill_core::primitives::{
+    CompressionAlgorithm, GlobalPermissions, Name, Permissions, StreamPermissions,
+    TopicPermissions, Transport, UserStatus, user_headers,
+};
+use rill_core::responses::{
+    CacheMetric, ClientDetails, ClientGroup, ClientInfo, ClusterMetadata, ClusterNode,
+    ConsumerGroupDetails, ConsumerGroupInfo, ConsumerGroupMember, ConsumerOffsetInfo, IdentityInfo,
+    PartitionInfo, PersonalAccessTokenInfo, RawPersonalAccessToken, Stats, StreamDetails,
+    StreamInfo, TopicDetails, TopicInfo, UserDetails, UserInfo,
+};
+use serde_json::Value;
+
+/// Why an answer could not be read: the server is not speaking upstream's API.
+#[derive(Debug)]
+pub struct Malformed(pub String);
+
+type Result<T> = std::result::Result<T, Malformed>;
+
+fn field<'a>(value: &'a Value, key: &str) -> Result<&'a Value> {
+    value
+        .get(key)
+        .ok_or_else(|| Malformed(format!("the answer has no `{key}`")))
+}
+
+fn u64_of(value: &Value, key: &str) -> Result<u64> {
+    let found = field(value, key)?;
+    found
+        .as_u64()
+        .or_else(|| found.as_str().and_then(|text| text.parse().ok()))
+        .ok_or_else(|| Malformed(format!("`{key}` is not a number: {found}")))
+}
+
+fn u32_of(value: &Value, key: &str) -> Result<u32> {
+    u32::try_from(u64_of(value, key)?).map_err(|_| Malformed(format!("`{key}` is out of range")))
+}
+
+fn str_of<'a>(value: &'a Value, key: &str) -> Result<&'a str> {
+    let found = field(value, key)?;
+    found
+        .as_str()
+        .ok_or_else(|| Malformed(format!("`{key}` is not a string: {found}")))
+}
+
+fn name_of(value: &Value, key: &str) -> Result<Name> {
+    Name::new(str_of(value, key)?).map_err(|error| Malformed(format!("`{key}`: {error}")))
+}
+
+fn bool_of(value: &Value, key: &str) -> Result<bool> {
+    field(value, key)?
+        .as_bool()
+        .ok_or_else(|| Malformed(format!("`{key}` is not a bool")))
+}
+
+fn list<'a>(value: &'a Value, key: &str) -> Result<&'a [Value]> {
+    match value.get(key) {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(Value::Array(items)) => Ok(items),
+        Some(other) => Err(Malformed(format!("`{key}` is not a list: {other}"))),
+    }
+}
+
+fn array(value: &Value) -> Result<&[Value]> {
+    value
+        .as_array()
+        .map(Vec::as_slice)
+        .ok_or_else(|| Malformed("the answer is not a list".into()))
+}
+
+/// A size of data: a number of bytes, or upstream's text ("1.234 KB", "3 MiB", "0 B"), read
+/// exactly (no floating point).
+pub fn byte_size(value: &Value, key: &str) -> Result<u64> {
+    let found = field(value, key)?;
+    if let Some(bytes) = found.as_u64() {
+        return Ok(bytes);
+    }
+    let text = found
+        .as_str()
+        .ok_or_else(|| Malformed(format!("`{key}` is not a size: {found}")))?;
+    parse_size(text).ok_or_else(|| Malformed(format!("`{key}` is not a size: {text:?}")))
+}
+
+fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|character: char| !(character.is_ascii_digit() || character == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let unit: u128 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "kib" => 1 << 10,
+        "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        "gb" => 1_000_000_000,
+        "gib" => 1 << 30,
+        "tb" => 1_000_000_000_000,
+        "tib" => 1 << 40,
+        "pb" => 1_000_000_000_000_000,
+        "pib" => 1 << 50,
+        "eb" => 1_000_000_000_000_000_000,
+        "eib" => 1 << 60,
+        _ => return None,
+    };
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() || fraction.len() > 18 {
+        return None;
+    }
+    let whole: u128 = whole.parse().ok()?;
+    let scale = 10u128.pow(fraction.len() as u32);
+    let fraction: u128 = if fraction.is_empty() {
+        0
+    } else {
+        fraction.parse().ok()?
+    };
+    u64::try_from(whole.checked_mul(unit)? + fraction * unit / scale).ok()
+}
+
+fn compression(value: &Value) -> Result<CompressionAlgorithm> {
+    match str_of(value, "compression_algorithm")?
+        .to_ascii_lowercase()
+        .as_str()
+    {
+        "gzip" => Ok(CompressionAlgorithm::Gzip),
+        _ => Ok(CompressionAlgorithm::None),
+    }
+}
+
+fn user_status(value: &Value) -> Result<UserStatus> {
+    Ok(match str_of(value, "status")? {
+        "inactive" => UserStatus::Inactive,
+        _ => UserStatus::Active,
+    })
+}
+
+fn stream(value: &Value) -> Result<StreamInfo> {
+    Ok(StreamInfo {
+        id: u32_of(value, "id")?,
+        created_at: u64_of(value, "created_at")?,
+        topics_count: u32_of(value, "topics_count")?,
+        size_bytes: byte_size(value, "size")?,
+        messages_count: u64_of(value, "messages_count")?,
+        name: name_of(value, "name")?,
+    })
+}
+
+fn topic(value: &Value) -> Result<TopicInfo> {
+    Ok(TopicInfo {
+        id: u32_of(value, "id")?,
+        created_at: u64_of(value, "created_at")?,
+        partitions_count: u32_of(value, "partitions_count")?,
+        message_expiry: u64_of(value, "message_expiry")?,
+        compression_algorithm: compression(value)?,
+        max_topic_size: u64_of(value, "max_topic_size")?,
+        replication_factor: value
+            .get("replication_factor")
+            .and_then(Value::as_u64)
+            .map_or(1, |factor| factor.min(255) as u8),
+        size_bytes: byte_size(value, "size")?,
+        messages_count: u64_of(value, "messages_count")?,
+        name: name_of(value, "name")?,
+    })
+}
+
+fn partition(value: &Value) -> Result<PartitionInfo> {
+    Ok(PartitionInfo {
+        id: u32_of(value, "id")?,
+        created_at: u64_of(value, "created_at")?,
+        segments_count: u32_of(value, "segments_count")?,
+        current_offset: u64_of(value, "current_offset")?,
+        size_bytes: byte_size(value, "size")?,
+        messages_count: u64_of(value, "messages_count")?,
+    })
+}
+
+fn group(value: &Value) -> Result<ConsumerGroupInfo> {
+    Ok(ConsumerGroupInfo {
+        id: u32_of(value, "id")?,
+        partitions_count: u32_of(value, "partitions_count")?,
+        members_count: u32_of(value, "members_count")?,
+        name: name_of(value, "name")?,
+    })
+}
+
+fn user(value: &Value) -> Result<UserInfo> {
+    Ok(UserInfo {
+        id: u32_of(value, "id")?,
+        created_at: u64_of(value, "created_at")?,
+        status: user_status(value)?,
+        username: name_of(value, "username")?,
+    })
+}
+
+fn keyed<T>(map: Option<&Value>, mut item: impl FnMut(u32, &Value) -> Result<T>) -> Result<Vec<T>> {
+    let Some(Value::Object(map)) = map else {
+        return Ok(Vec::new());
+    };
+    map.iter()
+        .map(|(key, value)| {
+            let id = key
+                .parse()
+                .map_err(|_| Malformed(format!("permission key {key:?} is not an id")))?;
+            item(id, value)
+        })
+        .collect()
+}
+
+fn permissions(value: &Value) -> Result<Permissions> {
+    let global = field(value, "global")?;
+    Ok(Permissions {
+        global: GlobalPermissions {
+            manage_servers: bool_of(global, "manage_servers")?,
+            read_servers: bool_of(global, "read_servers")?,
+            manage_users: bool_of(global, "manage_users")?,
+            read_users: bool_of(global, "read_users")?,
+            manage_streams: bool_of(global, "manage_streams")?,
+            read_streams: bool_of(global, "read_streams")?,
+            manage_topics: bool_of(global, "manage_topics")?,
+            read_topics: bool_of(global, "read_topics")?,
+            poll_messages: bool_of(global, "poll_messages")?,
+            send_messages: bool_of(global, "send_messages")?,
+        },
+        streams: keyed(value.get("streams"), |stream_id, stream| {
+            Ok(StreamPermissions {
+                stream_id,
+                manage_stream: bool_of(stream, "manage_stream")?,
+                read_stream: bool_of(stream, "read_stream")?,
+                manage_topics: bool_of(stream, "manage_topics")?,
+                read_topics: bool_of(stream, "read_topics")?,
+                poll_messages: bool_of(stream, "poll_messages")?,
+                send_messages: bool_of(stream, "send_messages")?,
+                topics: keyed(stream.get("topics"), |topic_id, topic| {
+                    Ok(TopicPermissions {
+                        topic_id,
+                        manage_topic: bool_of(topic, "manage_topic")?,
+                        read_topic: bool_of(topic, "read_topic")?,
+                        poll_messages: bool_of(topic, "poll_messages")?,
+                        send_messages: bool_of(topic, "send_messages")?,
+                    })
+                })?,
+            })
+        })?,
+    })
+}
+
+fn transport(value: &Value) -> Result<Transport> {
+    Ok(
+        match str_of(value, "transport")?.to_ascii_lowercase().as_str() {
+            "quic" => Transport::Quic,
+            "http" => Transport::Http,
+            "websocket" => Transport::WebSocket,
+            _ => Transport::Tcp,
+        },
+    )
+}
+
+fn client_user(value: &Value) -> u32 {
+    value
+        .get("user_id")
+        .and_then(Value::as_u64)
+        .and_then(|id| u32::try_from(id).ok())
+        .unwrap_or(u32::MAX)
+}
+
+fn client(value: &Value) -> Result<ClientInfo> {
+    Ok(ClientInfo {
+        client_id: u32_of(value, "client_id")?,
+        user_id: client_user(value),
+        transport: transport(value)?,
+        address: str_of(value, "address")?.to_owned(),
+        consumer_groups_count: u32_of(value, "consumer_groups_count")?,
+    })
+}
+
+fn stats(value: &Value) -> Result<Stats> {
+    let f32_of = |key: &str| value.get(key).and_then(Value::as_f64).unwrap_or(0.0) as f32;
+    let text = |key: &str| -> Result<String> { Ok(str_of(value, key)?.to_owned()) };
+    let mut cache_metrics = Vec::new();
+    if let Some(Value::Object(metrics)) = value.get("cache_metrics") {
+        for (key, metric) in metrics {
+            let ids: Vec<u32> = key.split('-').filter_map(|id| id.parse().ok()).collect();
+            if let [stream_id, topic_id, partition_id] = ids[..] {
+                cache_metrics.push(CacheMetric {
+                    stream_id,
+                    topic_id,
+                    partition_id,
+                    hits: u64_of(metric, "hits")?,
+                    misses: u64_of(metric, "misses")?,
+                    hit_ratio: metric
+                        .get("hit_ratio")
+                        .and_then(Value::as_f64)
+                        .unwrap_or(0.0) as f32,
+                });
+            }
+        }
+    }
+    Ok(Stats {
+        process_id: u32_of(value, "process_id")?,
+        cpu_usage: f32_of("cpu_usage"),
+        total_cpu_usage: f32_of("total_cpu_usage"),
+        memory_usage: byte_size(value, "memory_usage")?,
+        total_memory: byte_size(value, "total_memory")?,
+        available_memory: byte_size(value, "available_memory")?,
+        run_time: u64_of(value, "run_time")?,
+        start_time: u64_of(value, "start_time")?,
+        read_bytes: byte_size(value, "read_bytes")?,
+        written_bytes: byte_size(value, "written_bytes")?,
+        messages_size_bytes: byte_size(value, "messages_size_bytes")?,
+        streams_count: u32_of(value, "streams_count")?,
+        topics_count: u32_of(value, "topics_count")?,
+        partitions_count: u32_of(value, "partitions_count")?,
+        segments_count: u32_of(value, "segments_count")?,
+        messages_count: u64_of(value, "messages_count")?,
+        clients_count: u32_of(value, "clients_count")?,
+        consumer_groups_count: u32_of(value, "consumer_groups_count")?,
+        hostname: text("hostname")?,
+        os_name: text("os_name")?,
+        os_version: text("os_version")?,
+        kernel_version: text("kernel_version")?,
+        iggy_server_version: text("iggy_server_version")?,
+        iggy_server_semver: value
+            .get("iggy_server_semver")
+            .and_then(Value::as_u64)
+            .map_or(0, |semver| semver as u32),
+        cache_metrics,
+        threads_count: u32_of(value, "threads_count")?,
+        free_disk_space: byte_size(value, "free_disk_space")?,
+        total_disk_space: byte_size(value, "total_disk_space")?,
+    })
+}
+
+fn cluster(value: &Value) -> Result<ClusterMetadata> {
+    let nodes = list(value, "nodes")?
+        .iter()
+        .map(|node| {
+            let endpoints = field(node, "endpoints")?;
+            let port = |key: &str| -> Result<u16> {
+                u16::try_from(u64_of(endpoints, key)?)
+                    .map_err(|_| Malformed(format!("port `{key}` is out of range")))
+            };
+            Ok(ClusterNode {
+                name: str_of(node, "name")?.to_owned(),
+                ip: str_of(node, "ip")?.to_owned(),
+                tcp_port: port("tcp")?,
+                quic_port: port("quic")?,
+                http_port: port("http")?,
+                websocket_port: port("websocket")?,
+                role: u8::from(str_of(node, "role")? != "leader"),
+                status: match str_of(node, "status")? {
+                    "healthy" => 0,
+                    "starting" => 1,
+                    "stopping" => 2,
+                    "unreachable" => 3,
+                    "maintenance" => 4,
+                    _ => 5,
+                },
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(ClusterMetadata {
+        name: str_of(value, "name")?.to_owned(),
+        nodes,
+    })
+}
+
+fn header_field(value: &Value) -> Result<user_headers::HeaderField> {
+    let kind = str_of(value, "kind")?;
+    let kind = HEADER_KINDS
+        .iter()
+        .position(|name| *name == kind)
+        .and_then(|index| user_headers::HeaderKind::from_u8(index as u8 + 1))
+        .ok_or_else(|| Malformed(format!("unknown header kind {kind:?}")))?;
+    let bytes = STANDARD
+        .decode(str_of(value, "value")?)
+        .map_err(|error| Malformed(format!("header value: {error}")))?;
+    Ok(user_headers::HeaderField { kind, value: bytes })
+}
+
+/// The binary poll payload: the 16-byte header, then each message as it is stored (64-byte
+/// header, payload, user headers).
+fn polled(value: &Value) -> Result<Vec<u8>> {
+    let messages = list(value, "messages")?;
+    let mut out = Vec::new();
+    out.extend_from_slice(&encode_poll_header(
+        u32_of(value, "partition_id")?,
+        u64_of(value, "current_offset")?,
+        messages.len() as u32,
+    ));
+    for message in messages {
+        let header = field(message, "header")?;
+        let payload = STANDARD
+            .decode(str_of(message, "payload")?)
+            .map_err(|error| Malformed(format!("payload: {error}")))?;
+        let headers = match message.get("user_headers") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(raw)) => STANDARD
+                .decode(raw)
+                .map_err(|error| Malformed(format!("user headers: {error}")))?,
+            Some(Value::Array(entries)) => {
+                let pairs = entries
+                    .iter()
+                    .map(|entry| {
+                        Ok((
+                            header_field(field(entry, "key")?)?,
+                            header_field(field(entry, "value")?)?,
+                        ))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let mut blob = Vec::new();
+                user_headers::encode(&pairs, &mut blob);
+                blob
+            }
+            Some(other) => return Err(Malformed(format!("user headers: {other}"))),
+        };
+        let id = field(header, "id")?;
+        let id = id
+            .as_u64()
+            .map(u128::from)
+            .or_else(|| id.as_str().and_then(|text| text.parse().ok()))
+            .or_else(|| id.to_string().parse().ok())
+            .ok_or_else(|| Malformed(format!("message id {id}")))?;
+        MessageHeader {
+            checksum: u64_of(header, "checksum")?,
+            id,
+            offset: u64_of(header, "offset")?,
+            timestamp: u64_of(header, "timestamp")?,
+            origin_timestamp: u64_of(header, "origin_timestamp")?,
+            user_headers_length: headers.len() as u32,
+            payload_length: payload.len() as u32,
+            reserved: 0,
+        }
+        .encode(&mut out);
+        out.put_slice(&payload);
+        out.put_slice(&headers);
+    }
+    Ok(out)
+}
+
+/// The binary payload `answer` stands for, from the answer's body.
+pub fn payload(answer: Answer, body: &[u8]) -> Result<Vec<u8>> {
+    if matches!(answer, Answer::Empty | Answer::Logout) {
+        return Ok(Vec::new());
+    }
+    if answer == Answer::Snapshot {
+        return Ok(body.to_vec());
+    }
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|error| Malformed(format!("the answer is not JSON: {error}")))?;
+    let value = &value;
+    Ok(match answer {
+        Answer::Empty | Answer::Logout | Answer::Snapshot => unreachable!("answered above"),
+        Answer::Stats => stats(value)?.to_bytes(),
+        Answer::Cluster => cluster(value)?.to_bytes(),
+        Answer::Client => {
+            let info = client(value)?;
+            let groups = list(value, "consumer_groups")?
+                .iter()
+                .map(|group| {
+                    Ok(ClientGroup {
+                        stream_id: u32_of(group, "stream_id")?,
+                        topic_id: u32_of(group, "topic_id")?,
+                        group_id: u32_of(group, "group_id")?,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            ClientDetails {
+                client_id: info.client_id,
+                user_id: info.user_id,
+                transport: info.transport,
+                address: info.address,
+                consumer_groups: groups,
+            }
+            .to_bytes()
+        }
+        Answer::Clients => array(value)?
+            .iter()
+            .map(client)
+            .collect::<Result<Vec<_>>>()?
+            .to_bytes(),
+        Answer::User => UserDetails {
+            user: user(value)?,
+            permissions: match value.get("permissions") {
+                None | Some(Value::Null) => None,
+                Some(found) => Some(permissions(found)?),
+            },
+        }
+        .to_bytes(),
+        Answer::Users => array(value)?
+            .iter()
+            .map(user)
+            .collect::<Result<Vec<_>>>()?
+            .to_bytes(),
+        Answer::Identity => IdentityInfo {
+            user_id: u32_of(value, "user_id")?,
+        }
+        .to_bytes(),
+        Answer::Tokens => array(value)?
+            .iter()
+            .map(|token| {
+                Ok(PersonalAccessTokenInfo {
+                    name: name_of(token, "name")?,
+                    expiry_at: token.get("expiry_at").and_then(Value::as_u64).unwrap_or(0),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?
+            .to_bytes(),
+        Answer::RawToken => RawPersonalAccessToken {
+            token: name_of(value, "token")?,
+        }
+        .to_bytes(),
+        Answer::Polled => polled(value)?,
+        Answer::ConsumerOffset => ConsumerOffsetInfo {
+            partition_id: u32_of(value, "partition_id")?,
+            current_offset: u64_of(value, "current_offset")?,
+            stored_offset: u64_of(value, "stored_offset")?,
+        }
+        .to_bytes(),
+        Answer::Stream => StreamDetails {
+            stream: stream(value)?,
+            topics: list(value, "topics")?
+                .iter()
+                .map(topic)
+                .collect::<Result<Vec<_>>>()?,
+        }
+        .to_bytes(),
+        Answer::Streams => array(value)?
+            .iter()
+            .map(stream)
+            .collect::<Result<Vec<_>>>()?
+            .to_bytes(),
+        Answer::Topic => TopicDetails {
+            topic: topic(value)?,
+            partitions: list(value, "partitions")?
+                .iter()
+                .map(partition)
+                .collect::<Result<Vec<_>>>()?,
+        }
+        .to_bytes(),
+        Answer::Topics => array(value)?
+            .iter()
+            .map(topic)
+            .collect::<Result<Vec<_>>>()?
+            .to_bytes(),
+        Answer::Group => ConsumerGroupDetails {
+            group: group(value)?,
+            members: list(value, "members")?
+                .iter()
+                .map(|member| {
+                    Ok(ConsumerGroupMember {
+                        id: u32_of(member, "id")?,
+                        partitions: list(member, "partitions")?
+                            .iter()
+                            .map(|id| {
+                                id.as_u64()
+                                    .and_then(|id| u32::try_from(id).ok())
+                                    .ok_or_else(|| Malformed("a member's partition id".into()))
+                            })
+                            .collect::<Result<Vec<_>>>()?,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?,
+        }
+        .to_bytes(),
+        Answer::GroupCreated => group(value)?.to_bytes(),
+        Answer::Groups => array(value)?
+            .iter()
+            .map(group)
+            .collect::<Result<Vec<_>>>()?
+            .to_bytes(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_read_exactly() {
+        for (text, bytes) in [
+            ("0 B", 0),
+            ("1.234 KB", 1234),
+            ("123456.789 KB", 123_456_789),
+            ("1 KiB", 1024),
+            ("1.5 KiB", 1536),
+            ("34732 KiB", 34732 * 1024),
+            ("10 GB", 10_000_000_000),
+            ("7", 7),
+        ] {
+            assert_eq!(parse_size(text), Some(bytes), "{text}");
+        }
+        for text in ["", "KB", "1.2.3 KB", "1 parsec", "-1 B"] {
+            assert_eq!(parse_size(text), None, "{text}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever the body, reading it never panics.
+        #[test]
+        fn arbitrary_answers_never_panic(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+            for answer in [Answer::Stats, Answer::Polled, Answer::User, Answer::Stream, Answer::Group, Answer::Cluster, Answer::Client] {
+                let _ = payload(answer, &body);
+            }
+        }
+    }
+}
