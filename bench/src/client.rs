@@ -1,8 +1,8 @@
 //! A lean blocking TCP client for benchmarking: one connection per actor thread, one request in
 //! flight (protocol.md 1.1), reusable buffers, and pre-encoded frames sent as they are.
 //!
-//! TLS over TCP and QUIC go through `rill-sdk`'s transports (the same rustls/quinn code as the
-//! SDK and the CLI), driven from the actor's thread by its own current-thread tokio runtime: a
+//! TLS over TCP, QUIC and WebSocket (ws, wss) go through `rill-sdk`'s transports (the same
+//! rustls/quinn/tungstenite code as the SDK and the CLI), driven from the actor's thread by its own current-thread tokio runtime: a
 //! few microseconds per request on top of the encryption itself, and one code path for
 //! certificates, names and their error messages.
 //!
@@ -37,7 +37,7 @@ use rill_core::v09::client::{ClientSession, OutgoingRequest, ReplyError, read_re
 use rill_core::v09::header::HEADER_SIZE as V09_HEADER_SIZE;
 use rill_core::{Decode, ErrorCode, Request};
 use rill_sdk::transport::{Connection as SdkConnection, OutgoingFrame, PermanentFailure};
-use rill_sdk::{ClientConfig, Protocol, QuicOptions, TlsOptions, TransportKind};
+use rill_sdk::{ClientConfig, Protocol, QuicOptions, TlsOptions, TransportKind, WebSocketOptions};
 use std::io::{IoSlice, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
@@ -49,7 +49,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A response larger than this means the stream is desynchronised.
 const MAX_RESPONSE_BYTES: usize = 1 << 30;
 
-/// The transports `iggy-bench` knows by name; TCP (plain or TLS) and QUIC are implemented.
+/// The transports `iggy-bench` knows by name; all but HTTP are implemented.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
@@ -72,10 +72,11 @@ impl Transport {
     /// Fails with a clear message for transports this tool cannot drive yet.
     pub fn ensure_supported(self) -> Result<()> {
         match self {
-            Transport::Tcp | Transport::Quic => Ok(()),
+            Transport::Tcp | Transport::Quic | Transport::WebSocket => Ok(()),
             other => Err(Error::Unsupported(format!(
                 "transport '{}' is not supported: iggy-bench speaks the binary protocol over \
-                 TCP (optionally with TLS) and QUIC (use the `tcp` or `quic` subcommand)",
+                 TCP (optionally with TLS), QUIC and WebSocket (use the `tcp`, `quic` or `ws` \
+                 subcommand)",
                 other.name()
             ))),
         }
@@ -90,7 +91,7 @@ pub struct Endpoint {
     pub username: String,
     pub password: String,
     pub nodelay: bool,
-    /// TLS over TCP (`tcp --tls`).
+    /// TLS over TCP (`tcp --tls`) or WebSocket (`ws --tls`).
     pub tls: Option<TlsOptions>,
     /// QUIC settings (used by the `quic` transport).
     pub quic: QuicOptions,
@@ -99,10 +100,15 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// The SDK transport for TLS and QUIC; `None` for plain TCP (this module's own path).
+    /// The SDK transport for TLS, QUIC and WebSocket; `None` for plain TCP (this module's own
+    /// path).
     fn sdk_transport(&self) -> Option<TransportKind> {
         match (self.transport, &self.tls) {
             (Transport::Quic, _) => Some(TransportKind::Quic(self.quic.clone())),
+            (Transport::WebSocket, tls) => Some(TransportKind::WebSocket(WebSocketOptions {
+                tls: tls.clone(),
+                ..WebSocketOptions::default()
+            })),
             (_, Some(tls)) => Some(TransportKind::TcpTls(tls.clone())),
             _ => None,
         }

@@ -144,6 +144,22 @@ fn tls_and_quic_flags_reach_the_endpoint() {
         Some(false)
     );
 
+    let p = plan("pp ws").unwrap();
+    assert_eq!(p.endpoint.transport, Transport::WebSocket);
+    assert_eq!(p.endpoint.address, DEFAULT_WEBSOCKET_ADDRESS);
+    assert_eq!(p.endpoint.tls, None);
+    let p = plan("pp websocket --server-address 10.0.0.5:9 --tls --tls-domain localhost").unwrap();
+    assert_eq!(p.endpoint.address, "10.0.0.5:9");
+    assert_eq!(
+        p.endpoint.tls,
+        Some(TlsOptions {
+            domain: Some("localhost".into()),
+            ca_file: None,
+            validate_certificate: false,
+        })
+    );
+    assert!(plan("pp ws --tls-domain x").is_err());
+
     let p = plan("pp quic").unwrap();
     assert_eq!(p.endpoint.transport, Transport::Quic);
     assert_eq!(p.endpoint.address, DEFAULT_QUIC_ADDRESS);

@@ -1,5 +1,5 @@
-//! The transport subcommand of a benchmark (`tcp`, `quic`, and the unsupported `http`,
-//! `websocket`), with the results `output` subcommand under it.
+//! The transport subcommand of a benchmark (`tcp`, `quic`, `websocket`, and the unsupported
+//! `http`), with the results `output` subcommand under it.
 
 use crate::client::Transport;
 use crate::plan::OutputArgs;
@@ -20,9 +20,9 @@ pub enum TransportCommand {
     Quic(QuicArgs),
     /// HTTP REST API (not supported)
     Http(OtherTransportArgs),
-    /// WebSocket (not supported)
-    #[command(visible_alias = "ws")]
-    WebSocket(OtherTransportArgs),
+    /// Binary protocol over WebSocket (optionally TLS: wss)
+    #[command(visible_aliases = ["ws", "websocket"])]
+    WebSocket(WebSocketArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -41,6 +41,27 @@ pub struct TcpArgs {
     pub tls_domain: Option<String>,
     /// Validate the server's certificate (off by default, as upstream's iggy-bench: servers
     /// use a self-signed certificate unless configured otherwise)
+    #[arg(long, requires = "tls")]
+    pub tls_validate_certificate: bool,
+    /// PEM file of CA certificates (or the server's own certificate) to trust when validating
+    #[arg(long, requires = "tls_validate_certificate")]
+    pub tls_ca_file: Option<String>,
+    #[command(subcommand)]
+    pub output: Option<OutputCommand>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct WebSocketArgs {
+    /// Address of the server's WebSocket listener
+    #[arg(long, default_value = DEFAULT_WEBSOCKET_ADDRESS)]
+    pub server_address: String,
+    /// wss: TLS to the WebSocket listener (the server needs [websocket.tls] enabled)
+    #[arg(long)]
+    pub tls: bool,
+    /// Name to verify the certificate against (default: the host of --server-address)
+    #[arg(long, requires = "tls")]
+    pub tls_domain: Option<String>,
+    /// Validate the server's certificate (off by default, as upstream's WebSocket client)
     #[arg(long, requires = "tls")]
     pub tls_validate_certificate: bool,
     /// PEM file of CA certificates (or the server's own certificate) to trust when validating
@@ -146,11 +167,12 @@ impl TransportCommand {
             },
             TransportCommand::WebSocket(args) => TransportChoice {
                 transport: Transport::WebSocket,
-                address: args
-                    .server_address
-                    .clone()
-                    .unwrap_or_else(|| DEFAULT_WEBSOCKET_ADDRESS.into()),
-                tls: None,
+                address: args.server_address.clone(),
+                tls: args.tls.then(|| TlsOptions {
+                    domain: args.tls_domain.clone(),
+                    ca_file: args.tls_ca_file.clone(),
+                    validate_certificate: args.tls_validate_certificate,
+                }),
                 quic: QuicOptions::default(),
                 output: output(&args.output),
             },
