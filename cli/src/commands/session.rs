@@ -9,8 +9,9 @@ use crate::output::Printer;
 use crate::util::*;
 use rill_sdk::Client;
 use rill_sdk::config::{
-    ClientConfig, DEFAULT_QUIC_ADDRESS, DEFAULT_TCP_ADDRESS, DEFAULT_WEBSOCKET_ADDRESS, Protocol,
-    QuicOptions, ReconnectPolicy, TlsOptions, TransportKind, WebSocketOptions,
+    ClientConfig, DEFAULT_QUIC_ADDRESS, DEFAULT_TCP_ADDRESS, DEFAULT_WEBSOCKET_ADDRESS,
+    HttpOptions, Protocol, QuicOptions, ReconnectPolicy, TlsOptions, TransportKind,
+    WebSocketOptions,
 };
 use rill_sdk::types::*;
 use std::io::IsTerminal;
@@ -108,6 +109,41 @@ pub(super) fn websocket_options(global: &GlobalArgs) -> Result<WebSocketOptions,
     })
 }
 
+/// The address and transport of `--http-api-url`: `http://host:port` (port 80 by default), or
+/// `https://host:port` (443), validated against the system's roots with the URL's host as name.
+fn http_endpoint(url: &str) -> Result<(String, TransportKind), CliError> {
+    let invalid = || {
+        CliError::usage(format!(
+            "--http-api-url {url:?}: expected http://host:port or https://host:port"
+        ))
+    };
+    let (tls, rest) = if let Some(rest) = url.strip_prefix("http://") {
+        (false, rest)
+    } else if let Some(rest) = url.strip_prefix("https://") {
+        (true, rest)
+    } else {
+        return Err(invalid());
+    };
+    let authority = rest.split('/').next().unwrap_or_default();
+    if authority.is_empty() || authority.contains('@') {
+        return Err(invalid());
+    }
+    let has_port = authority
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.ends_with(':') && port.parse::<u16>().is_ok());
+    let address = if has_port {
+        authority.to_owned()
+    } else {
+        format!("{authority}:{}", if tls { 443 } else { 80 })
+    };
+    let tls = tls.then_some(TlsOptions {
+        domain: None,
+        ca_file: None,
+        validate_certificate: true,
+    });
+    Ok((address, TransportKind::Http(HttpOptions { tls })))
+}
+
 pub(super) fn settings(global: &GlobalArgs, context: ContextConfig) -> Result<Settings, CliError> {
     let transport = global
         .transport
@@ -191,9 +227,21 @@ pub(super) fn settings(global: &GlobalArgs, context: ContextConfig) -> Result<Se
                 interval,
             )
         }
+        "http" => {
+            let url = global
+                .http_api_url
+                .clone()
+                .or(context.http_api_url)
+                .unwrap_or_else(|| "http://localhost:3000".to_owned());
+            let (address, transport) = http_endpoint(&url)?;
+            // Upstream's --http-retries counts retries of one request; here it bounds the
+            // reconnection attempts, as the other transports' retry flags do.
+            let retries = global.http_retries.unwrap_or(3);
+            (address, transport, retries, Duration::from_millis(500))
+        }
         other => {
             return Err(CliError::usage(format!(
-                "transport '{other}' is not supported by this CLI (use tcp, quic or ws)"
+                "transport '{other}' is not supported by this CLI (use tcp, quic, ws or http)"
             )));
         }
     };
@@ -376,231 +424,4 @@ pub(super) async fn logout_command(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    fn config_for(args: &[&str]) -> Result<ClientConfig, CliError> {
-        config_with_context(args, ContextConfig::default())
-    }
-
-    fn config_with_context(
-        args: &[&str],
-        context: ContextConfig,
-    ) -> Result<ClientConfig, CliError> {
-        let cli = Cli::try_parse_from(std::iter::once("iggy").chain(args.iter().copied()))
-            .map_err(|e| CliError::usage(e.to_string()))?;
-        settings(&cli.global, context).map(|settings| client_config(&settings))
-    }
-
-    #[test]
-    fn plain_tcp_is_the_default() {
-        let config = config_for(&["stream", "list"]).unwrap();
-        assert_eq!(config.address, DEFAULT_TCP_ADDRESS);
-        assert_eq!(config.transport, TransportKind::Tcp);
-        assert_eq!(config.reconnect.max_attempts, Some(4));
-    }
-
-    #[test]
-    fn tls_flags_map_to_tls_options() {
-        let config = config_for(&[
-            "--tcp-tls-enabled",
-            "--tcp-server-address",
-            "10.0.0.1:8090",
-            "--tcp-tls-domain",
-            "broker.example",
-            "--tcp-tls-ca-file",
-            "/etc/ca.pem",
-            "stream",
-            "list",
-        ])
-        .unwrap();
-        assert_eq!(config.address, "10.0.0.1:8090");
-        assert_eq!(
-            config.transport,
-            TransportKind::TcpTls(TlsOptions {
-                domain: Some("broker.example".into()),
-                ca_file: Some("/etc/ca.pem".into()),
-                validate_certificate: true,
-            })
-        );
-        let config = config_for(&[
-            "--tcp-tls-enabled",
-            "--tcp-tls-validate-certificate=false",
-            "stream",
-            "list",
-        ])
-        .unwrap();
-        assert!(matches!(
-            config.transport,
-            TransportKind::TcpTls(TlsOptions {
-                validate_certificate: false,
-                ..
-            })
-        ));
-        // Without a value the flag means true, and it does not swallow the subcommand.
-        let config = config_for(&[
-            "--tcp-tls-enabled",
-            "--tcp-tls-validate-certificate",
-            "stream",
-            "list",
-        ])
-        .unwrap();
-        assert!(matches!(
-            config.transport,
-            TransportKind::TcpTls(TlsOptions {
-                validate_certificate: true,
-                ..
-            })
-        ));
-        // A context can turn TLS on.
-        let context = ContextConfig {
-            tcp_tls_enabled: Some(true),
-            ..ContextConfig::default()
-        };
-        let config = config_with_context(&["stream", "list"], context).unwrap();
-        assert_eq!(
-            config.transport,
-            TransportKind::TcpTls(TlsOptions::default())
-        );
-    }
-
-    #[test]
-    fn tls_options_without_tls_are_usage_errors() {
-        let error = config_for(&["--tcp-tls-ca-file", "/ca.pem", "stream", "list"]).unwrap_err();
-        assert_eq!(error.exit_code, crate::error::EXIT_USAGE);
-        assert!(error.message.contains("--tcp-tls-enabled"), "{error}");
-    }
-
-    #[test]
-    fn quic_flags_map_to_quic_options() {
-        let config = config_for(&["--transport", "quic", "stream", "list"]).unwrap();
-        assert_eq!(config.address, "127.0.0.1:8080");
-        assert_eq!(
-            config.transport,
-            TransportKind::Quic(QuicOptions::default())
-        );
-
-        let config = config_for(&[
-            "--transport",
-            "quic",
-            "--quic-server-address",
-            "10.0.0.2:9000",
-            "--quic-server-name",
-            "broker",
-            "--quic-client-address",
-            "0.0.0.0:0",
-            "--quic-validate-certificate",
-            "--quic-ca-file",
-            "/ca.pem",
-            "--quic-response-buffer-size",
-            "50000000",
-            "--quic-keep-alive-interval",
-            "0",
-            "--quic-max-idle-timeout",
-            "30000",
-            "--quic-reconnection-max-retries",
-            "1",
-            "--quic-reconnection-interval",
-            "250ms",
-            "stream",
-            "list",
-        ])
-        .unwrap();
-        assert_eq!(config.address, "10.0.0.2:9000");
-        assert_eq!(config.reconnect.max_attempts, Some(2));
-        assert_eq!(config.reconnect.initial_backoff, Duration::from_millis(250));
-        let TransportKind::Quic(options) = config.transport else {
-            panic!("not QUIC");
-        };
-        assert_eq!(options.server_name, "broker");
-        assert_eq!(options.client_address.as_deref(), Some("0.0.0.0:0"));
-        assert!(options.validate_certificate);
-        assert_eq!(options.ca_file.as_deref(), Some("/ca.pem"));
-        assert_eq!(options.response_buffer_size, 50_000_000);
-        assert_eq!(options.keep_alive_interval, None);
-        assert_eq!(options.max_idle_timeout, Some(Duration::from_secs(30)));
-
-        let context = ContextConfig {
-            transport: Some("quic".into()),
-            quic_server_address: Some("10.9.9.9:8080".into()),
-            ..ContextConfig::default()
-        };
-        let config = config_with_context(&["stream", "list"], context).unwrap();
-        assert_eq!(config.address, "10.9.9.9:8080");
-        assert!(matches!(config.transport, TransportKind::Quic(_)));
-    }
-
-    #[test]
-    fn websocket_flags_make_a_websocket_config() {
-        let config = config_for(&["--transport", "ws", "stream", "list"]).unwrap();
-        assert_eq!(config.address, "127.0.0.1:8092");
-        assert_eq!(
-            config.transport,
-            TransportKind::WebSocket(WebSocketOptions::default())
-        );
-        let config = config_for(&[
-            "--transport",
-            "ws",
-            "--websocket-server-address",
-            "10.0.0.3:9092",
-            "--websocket-reconnection-max-retries",
-            "2",
-            "--websocket-reconnection-interval",
-            "300ms",
-            "--websocket-tls-enabled",
-            "--websocket-tls-domain",
-            "broker",
-            "--websocket-tls-ca-file",
-            "/ca.pem",
-            "--websocket-tls-validate-certificate",
-            "stream",
-            "list",
-        ])
-        .unwrap();
-        assert_eq!(config.address, "10.0.0.3:9092");
-        assert_eq!(config.reconnect.max_attempts, Some(3));
-        assert_eq!(config.reconnect.initial_backoff, Duration::from_millis(300));
-        let TransportKind::WebSocket(options) = config.transport else {
-            panic!("not WebSocket");
-        };
-        assert_eq!(
-            options.tls,
-            Some(TlsOptions {
-                domain: Some("broker".into()),
-                ca_file: Some("/ca.pem".into()),
-                validate_certificate: true,
-            })
-        );
-    }
-
-    #[test]
-    fn unsupported_transports_and_stray_tls_flags_are_usage_errors() {
-        for args in [
-            &["--transport", "http", "stream", "list"][..],
-            &[
-                "--transport",
-                "ws",
-                "--websocket-tls-domain",
-                "localhost",
-                "stream",
-                "list",
-            ][..],
-            &[
-                "--transport",
-                "quic",
-                "--quic-ca-file",
-                "/ca.pem",
-                "stream",
-                "list",
-            ][..],
-        ] {
-            let error = config_for(args).unwrap_err();
-            assert_eq!(
-                error.exit_code,
-                crate::error::EXIT_USAGE,
-                "{args:?}: {error}"
-            );
-        }
-    }
-}
+mod tests;

@@ -388,27 +388,54 @@ fn header_field(value: &Value) -> Result<user_headers::HeaderField> {
     Ok(user_headers::HeaderField { kind, value: bytes })
 }
 
+/// A polled message as the API writes it. Read typed rather than as a `Value`: ids are u128
+/// numbers, which a `Value` would round to a float.
+#[derive(serde::Deserialize)]
+struct PolledJson {
+    partition_id: u32,
+    current_offset: u64,
+    #[serde(default)]
+    messages: Vec<MessageJson>,
+}
+
+#[derive(serde::Deserialize)]
+struct MessageJson {
+    header: HeaderJson,
+    payload: String,
+    #[serde(default)]
+    user_headers: Value,
+}
+
+#[derive(serde::Deserialize)]
+struct HeaderJson {
+    checksum: u64,
+    id: u128,
+    offset: u64,
+    timestamp: u64,
+    origin_timestamp: u64,
+}
+
 /// The binary poll payload: the 16-byte header, then each message as it is stored (64-byte
 /// header, payload, user headers).
-fn polled(value: &Value) -> Result<Vec<u8>> {
-    let messages = list(value, "messages")?;
+fn polled(body: &[u8]) -> Result<Vec<u8>> {
+    let polled: PolledJson = serde_json::from_slice(body)
+        .map_err(|error| Malformed(format!("the polled messages: {error}")))?;
     let mut out = Vec::new();
     out.extend_from_slice(&encode_poll_header(
-        u32_of(value, "partition_id")?,
-        u64_of(value, "current_offset")?,
-        messages.len() as u32,
+        polled.partition_id,
+        polled.current_offset,
+        polled.messages.len() as u32,
     ));
-    for message in messages {
-        let header = field(message, "header")?;
+    for message in &polled.messages {
         let payload = STANDARD
-            .decode(str_of(message, "payload")?)
+            .decode(&message.payload)
             .map_err(|error| Malformed(format!("payload: {error}")))?;
-        let headers = match message.get("user_headers") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::String(raw)) => STANDARD
+        let headers = match &message.user_headers {
+            Value::Null => Vec::new(),
+            Value::String(raw) => STANDARD
                 .decode(raw)
                 .map_err(|error| Malformed(format!("user headers: {error}")))?,
-            Some(Value::Array(entries)) => {
+            Value::Array(entries) => {
                 let pairs = entries
                     .iter()
                     .map(|entry| {
@@ -422,21 +449,15 @@ fn polled(value: &Value) -> Result<Vec<u8>> {
                 user_headers::encode(&pairs, &mut blob);
                 blob
             }
-            Some(other) => return Err(Malformed(format!("user headers: {other}"))),
+            other => return Err(Malformed(format!("user headers: {other}"))),
         };
-        let id = field(header, "id")?;
-        let id = id
-            .as_u64()
-            .map(u128::from)
-            .or_else(|| id.as_str().and_then(|text| text.parse().ok()))
-            .or_else(|| id.to_string().parse().ok())
-            .ok_or_else(|| Malformed(format!("message id {id}")))?;
+        let header = &message.header;
         MessageHeader {
-            checksum: u64_of(header, "checksum")?,
-            id,
-            offset: u64_of(header, "offset")?,
-            timestamp: u64_of(header, "timestamp")?,
-            origin_timestamp: u64_of(header, "origin_timestamp")?,
+            checksum: header.checksum,
+            id: header.id,
+            offset: header.offset,
+            timestamp: header.timestamp,
+            origin_timestamp: header.origin_timestamp,
             user_headers_length: headers.len() as u32,
             payload_length: payload.len() as u32,
             reserved: 0,
@@ -453,14 +474,18 @@ pub fn payload(answer: Answer, body: &[u8]) -> Result<Vec<u8>> {
     if matches!(answer, Answer::Empty | Answer::Logout) {
         return Ok(Vec::new());
     }
-    if answer == Answer::Snapshot {
-        return Ok(body.to_vec());
+    match answer {
+        Answer::Snapshot => return Ok(body.to_vec()),
+        Answer::Polled => return polled(body),
+        _ => {}
     }
     let value: Value = serde_json::from_slice(body)
         .map_err(|error| Malformed(format!("the answer is not JSON: {error}")))?;
     let value = &value;
     Ok(match answer {
-        Answer::Empty | Answer::Logout | Answer::Snapshot => unreachable!("answered above"),
+        Answer::Empty | Answer::Logout | Answer::Snapshot | Answer::Polled => {
+            unreachable!("answered above")
+        }
         Answer::Stats => stats(value)?.to_bytes(),
         Answer::Cluster => cluster(value)?.to_bytes(),
         Answer::Client => {
@@ -520,7 +545,6 @@ pub fn payload(answer: Answer, body: &[u8]) -> Result<Vec<u8>> {
             token: name_of(value, "token")?,
         }
         .to_bytes(),
-        Answer::Polled => polled(value)?,
         Answer::ConsumerOffset => ConsumerOffsetInfo {
             partition_id: u32_of(value, "partition_id")?,
             current_offset: u64_of(value, "current_offset")?,
@@ -603,6 +627,18 @@ mod tests {
         for text in ["", "KB", "1.2.3 KB", "1 parsec", "-1 B"] {
             assert_eq!(parse_size(text), None, "{text}");
         }
+    }
+
+    #[test]
+    fn polled_ids_keep_all_128_bits() {
+        let body = br#"{"partition_id":1,"current_offset":0,"count":1,"messages":[{"header":{"checksum":7,"id":340282366920938463463374607431768211455,"offset":0,"timestamp":5,"origin_timestamp":4,"user_headers_length":0,"payload_length":1,"reserved":0},"payload":"eA==","user_headers":[]}]}"#;
+        let bytes = payload(Answer::Polled, body).unwrap();
+        let message = rill_core::message::MessageIter::new(&bytes[16..])
+            .next()
+            .unwrap()
+            .unwrap();
+        assert_eq!(message.id(), u128::MAX);
+        assert_eq!((message.payload(), message.timestamp()), (&b"x"[..], 5));
     }
 
     proptest::proptest! {
