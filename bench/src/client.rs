@@ -37,7 +37,9 @@ use rill_core::v09::client::{ClientSession, OutgoingRequest, ReplyError, read_re
 use rill_core::v09::header::HEADER_SIZE as V09_HEADER_SIZE;
 use rill_core::{Decode, ErrorCode, Request};
 use rill_sdk::transport::{Connection as SdkConnection, OutgoingFrame, PermanentFailure};
-use rill_sdk::{ClientConfig, Protocol, QuicOptions, TlsOptions, TransportKind, WebSocketOptions};
+use rill_sdk::{
+    ClientConfig, HttpOptions, Protocol, QuicOptions, TlsOptions, TransportKind, WebSocketOptions,
+};
 use std::io::{IoSlice, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
@@ -49,7 +51,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A response larger than this means the stream is desynchronised.
 const MAX_RESPONSE_BYTES: usize = 1 << 30;
 
-/// The transports `iggy-bench` knows by name; all but HTTP are implemented.
+/// The transports `iggy-bench` knows by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
@@ -69,16 +71,16 @@ impl Transport {
         }
     }
 
-    /// Fails with a clear message for transports this tool cannot drive yet.
-    pub fn ensure_supported(self) -> Result<()> {
-        match self {
-            Transport::Tcp | Transport::Quic | Transport::WebSocket => Ok(()),
-            other => Err(Error::Unsupported(format!(
-                "transport '{}' is not supported: iggy-bench speaks the binary protocol over \
-                 TCP (optionally with TLS), QUIC and WebSocket (use the `tcp`, `quic` or `ws` \
-                 subcommand)",
-                other.name()
-            ))),
+    /// Fails with a clear message for what a transport cannot carry: the HTTP API has the 0.8
+    /// commands only (the 0.9 protocol is a binary framing).
+    pub fn ensure_supported(self, protocol: Protocol) -> Result<()> {
+        match (self, protocol) {
+            (Transport::Http, Protocol::V09) => Err(Error::Unsupported(
+                "the HTTP API carries upstream 0.8's commands: --protocol 0.9 applies to the \
+                 binary transports (tcp, quic, ws)"
+                    .into(),
+            )),
+            _ => Ok(()),
         }
     }
 }
@@ -109,6 +111,7 @@ impl Endpoint {
                 tls: tls.clone(),
                 ..WebSocketOptions::default()
             })),
+            (Transport::Http, tls) => Some(TransportKind::Http(HttpOptions { tls: tls.clone() })),
             (_, Some(tls)) => Some(TransportKind::TcpTls(tls.clone())),
             _ => None,
         }
@@ -264,7 +267,7 @@ pub struct Connection {
 impl Connection {
     /// Connects and logs in.
     pub fn open(endpoint: &Endpoint) -> Result<Connection> {
-        endpoint.transport.ensure_supported()?;
+        endpoint.transport.ensure_supported(endpoint.protocol)?;
         let wire = match endpoint.sdk_transport() {
             Some(transport) => Wire::Sdk(Box::new(open_sdk_session(endpoint, transport)?)),
             None => {

@@ -34,7 +34,7 @@ pub(crate) fn parse_protocol(text: &str) -> std::result::Result<Protocol, String
 }
 pub use transport::{
     DEFAULT_HTTP_ADDRESS, DEFAULT_QUIC_ADDRESS, DEFAULT_TCP_ADDRESS, DEFAULT_WEBSOCKET_ADDRESS,
-    OtherTransportArgs, OutputCommand, QuicArgs, TcpArgs, TransportCommand,
+    HttpArgs, OutputCommand, QuicArgs, TcpArgs, TransportCommand,
 };
 pub use workloads::{
     BalancedConsumerGroupArgs, BalancedProducerAndConsumerGroupArgs, BalancedProducerArgs,
@@ -292,7 +292,10 @@ impl Cli {
                     .into(),
             ));
         }
-        shape.transport.transport.ensure_supported()?;
+        shape
+            .transport
+            .transport
+            .ensure_supported(global.protocol)?;
         let kind = shape.kind;
         if shape.streams == 0 || shape.partitions == 0 {
             return usage("streams and partitions must be at least 1".into());

@@ -192,8 +192,15 @@ fn conflicts_and_unsupported_choices_are_refused() {
     assert!(plan("bcg -c 1 -g 2 tcp").is_err());
     assert!(plan("-T 1000 -m 1000 pp tcp").is_err());
     assert!(plan("-m 0 pp tcp").is_err());
-    let http = plan("pp http").unwrap_err().to_string();
-    assert!(http.contains("not supported"), "{http}");
+    let http = plan("--protocol 0.9 pp http").unwrap_err().to_string();
+    assert!(http.contains("0.8"), "{http}");
+    assert!(
+        plan("pp http --tls-domain x").is_err(),
+        "--tls-domain needs --tls"
+    );
+    let http = plan("pp http --server-address 127.0.0.1:3001 --tls").unwrap();
+    assert_eq!(http.endpoint.address, "127.0.0.1:3001");
+    assert!(http.endpoint.tls.is_some());
     // TLS options need --tls; a CA file is only read when validating.
     assert!(plan("pp tcp --tls-domain x").is_err());
     assert!(plan("pp tcp --tls --tls-ca-file /ca.pem").is_err());

@@ -18,8 +18,8 @@ pub enum TransportCommand {
     Tcp(TcpArgs),
     /// Binary protocol over QUIC
     Quic(QuicArgs),
-    /// HTTP REST API (not supported)
-    Http(OtherTransportArgs),
+    /// The HTTP REST API (optionally HTTPS): each command as its HTTP call
+    Http(HttpArgs),
     /// Binary protocol over WebSocket (optionally TLS: wss)
     #[command(visible_aliases = ["ws", "websocket"])]
     WebSocket(WebSocketArgs),
@@ -99,10 +99,22 @@ pub struct QuicArgs {
 }
 
 #[derive(Args, Debug, Clone)]
-pub struct OtherTransportArgs {
-    /// Address of the server
+pub struct HttpArgs {
+    /// Address of the server's HTTP API
+    #[arg(long, default_value = DEFAULT_HTTP_ADDRESS)]
+    pub server_address: String,
+    /// HTTPS (the server needs [http.tls] enabled)
     #[arg(long)]
-    pub server_address: Option<String>,
+    pub tls: bool,
+    /// Name to verify the certificate against (default: the host of --server-address)
+    #[arg(long, requires = "tls")]
+    pub tls_domain: Option<String>,
+    /// Validate the server's certificate (off by default, as the other transports here)
+    #[arg(long, requires = "tls")]
+    pub tls_validate_certificate: bool,
+    /// PEM file of CA certificates (or the server's own certificate) to trust when validating
+    #[arg(long, requires = "tls_validate_certificate")]
+    pub tls_ca_file: Option<String>,
     #[command(subcommand)]
     pub output: Option<OutputCommand>,
 }
@@ -157,11 +169,12 @@ impl TransportCommand {
             },
             TransportCommand::Http(args) => TransportChoice {
                 transport: Transport::Http,
-                address: args
-                    .server_address
-                    .clone()
-                    .unwrap_or_else(|| DEFAULT_HTTP_ADDRESS.into()),
-                tls: None,
+                address: args.server_address.clone(),
+                tls: args.tls.then(|| TlsOptions {
+                    domain: args.tls_domain.clone(),
+                    ca_file: args.tls_ca_file.clone(),
+                    validate_certificate: args.tls_validate_certificate,
+                }),
                 quic: QuicOptions::default(),
                 output: output(&args.output),
             },
