@@ -1,14 +1,17 @@
-//! The client over WebSocket against the real server: ws and wss (the server's generated
-//! certificate, validated with it as CA file), each in both protocol generations: login,
-//! streams and topics, sends and polls (a reply large enough for the server to fragment),
-//! consumer offsets; and the failures a wrong setup gives.
+//! The client over its web transports against the real server. WebSocket: ws and wss (the
+//! server's generated certificate, validated with it as CA file), each in both protocol
+//! generations, and the failures a wrong setup gives. The HTTP API: HTTP and HTTPS, the data
+//! read back over TCP, and what HTTP has no call for refused clearly. Each runs the same
+//! round trip: login, streams and topics, sends and polls (a WebSocket reply large enough for
+//! the server to fragment), consumer offsets.
 
 use rill_testkit as common;
 
 use bytes::Bytes;
 use common::{ServerOptions, TestServer};
+use rill_core::ErrorCode;
 use rill_sdk::types::{Consumer, Partitioning, PollingStrategy, Transport};
-use rill_sdk::{Client, Error, Message, Protocol, SendMessage, TopicOptions};
+use rill_sdk::{Client, Error, HeaderValue, Message, Protocol, SendMessage, TopicOptions};
 use std::time::Duration;
 
 macro_rules! both_protocols {
@@ -66,7 +69,7 @@ async fn commands_over_wss(protocol: Protocol) {
     exercise(&client).await;
 }
 
-/// Everything a producer and a consumer do, checked end to end.
+/// Everything a WebSocket client does, checked end to end.
 async fn exercise(client: &Client) {
     client.ping().await.unwrap();
     let me = client.get_me().await.unwrap();
@@ -75,22 +78,34 @@ async fn exercise(client: &Client) {
         me.address,
         client.local_address().await.unwrap().to_string()
     );
+    // 40 messages of 10 KB: a 400 KB poll reply, several of the server's fragments.
+    round_trip(client, 10_000).await;
+}
 
+/// Streams, topics, 40 messages of `size` bytes (headers on every third) sent and polled back
+/// with valid checksums, consumer offsets and auto-commit, and a refusal that keeps its code
+/// and leaves the connection usable.
+async fn round_trip(client: &Client, size: usize) {
     client.create_stream("s").await.unwrap();
     client
         .create_topic("s", "t", 2, TopicOptions::default())
         .await
         .unwrap();
-    assert_eq!(client.get_streams().await.unwrap().len(), 1);
-    // 40 messages of 10 KB: a 400 KB poll reply, several of the server's fragments.
+    let streams = client.get_streams().await.unwrap();
+    assert_eq!(streams.len(), 1);
+    assert_eq!(streams[0].topics_count, 1);
+    assert!(client.get_stream("missing").await.unwrap().is_none());
     let outgoing: Vec<_> = (0..40u128)
         .map(|i| {
-            let mut payload = vec![i as u8; 10_000];
+            let mut payload = vec![i as u8; size];
             payload[..8].copy_from_slice(&(i as u64).to_le_bytes());
-            SendMessage::new(Bytes::from(payload))
-                .with_id(1000 + i)
-                .into_outgoing()
-                .unwrap()
+            let message = SendMessage::new(Bytes::from(payload)).with_id(1000 + i);
+            let message = if i % 3 == 0 {
+                message.with_header("kind", HeaderValue::String("third".into()))
+            } else {
+                message
+            };
+            message.into_outgoing().unwrap()
         })
         .collect();
     client
@@ -117,11 +132,19 @@ async fn exercise(client: &Client) {
     for (i, message) in messages.iter().enumerate() {
         assert_eq!(message.offset(), i as u64);
         assert_eq!(message.id(), 1000 + i as u128);
-        assert_eq!(message.payload().len(), 10_000);
-        assert_eq!(message.payload()[9_999], i as u8);
-        assert!(message.checksum_is_valid());
+        assert_eq!(message.payload().len(), size);
+        assert_eq!(message.payload()[size - 1], i as u8);
+        assert!(message.checksum_is_valid(), "message {i}");
+        assert_eq!(!message.user_headers_raw().is_empty(), i % 3 == 0);
     }
 
+    assert!(
+        client
+            .get_consumer_offset(&consumer, "s", "t", Some(1))
+            .await
+            .unwrap()
+            .is_none()
+    );
     client
         .store_consumer_offset(&consumer, "s", "t", Some(1), 20)
         .await
@@ -146,9 +169,12 @@ async fn exercise(client: &Client) {
         .unwrap();
     let offsets: Vec<u64> = Message::from_polled(&next).map(|m| m.offset()).collect();
     assert_eq!(offsets, [21, 22, 23, 24, 25]);
-    // An error reply travels as a message too, and the connection stays usable.
     let error = client.create_stream("s").await.unwrap_err();
-    assert!(error.server_code().is_some(), "{error}");
+    assert_eq!(
+        error.server_code(),
+        Some(ErrorCode::StreamNameAlreadyExists),
+        "{error}"
+    );
     client.ping().await.unwrap();
 }
 
@@ -182,4 +208,56 @@ async fn wss_failures_are_named() {
     ))
     .await;
     client.ping().await.unwrap();
+}
+
+fn http_address(server: &TestServer) -> std::net::SocketAddr {
+    server.http_address().expect("the HTTP API listens")
+}
+
+#[tokio::test]
+async fn commands_over_http() {
+    let server = TestServer::start_default();
+    let client = connect(&format!("iggy+http://iggy:iggy@{}", http_address(&server))).await;
+    round_trip(&client, 1_000).await;
+    // The same data over TCP.
+    let tcp = connect(&server.connection_string()).await;
+    let polled = tcp
+        .poll_messages(
+            "s",
+            "t",
+            Some(1),
+            &Consumer::new(8),
+            PollingStrategy::offset(0),
+            100,
+            false,
+        )
+        .await
+        .unwrap();
+    let over_tcp: Vec<Message> = Message::from_polled(&polled).collect();
+    assert_eq!(over_tcp.len(), 40);
+    assert_eq!(over_tcp[3].id(), 1003);
+    // What HTTP has no call for is refused with FeatureUnavailable (5), as upstream's SDK does.
+    let error = client.get_me().await.unwrap_err();
+    assert_eq!(
+        error.server_code(),
+        Some(ErrorCode::FeatureUnavailable),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn commands_over_https() {
+    let server = TestServer::start(ServerOptions::new().env("IGGY_HTTP_TLS_ENABLED", "true"));
+    let certificate = server
+        .data_path()
+        .join("certs")
+        .join("http-self-signed.pem");
+    let client = connect(&format!(
+        "iggy+http://iggy:iggy@{}?tls=true&tls_domain=localhost&tls_validate_certificate=true&\
+         tls_ca_file={}",
+        http_address(&server),
+        certificate.display()
+    ))
+    .await;
+    round_trip(&client, 1_000).await;
 }
