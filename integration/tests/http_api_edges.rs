@@ -192,6 +192,53 @@ fn bodies_are_bounded_in_size_and_time_and_connections_in_number() {
 }
 
 #[test]
+fn large_bodies_share_the_in_flight_budget_of_binary_clients() {
+    let server = TestServer::start(
+        ServerOptions::new()
+            .env("IGGY_HTTP_MAX_REQUEST_SIZE", "1 MB")
+            .env("IGGY_TCP_MAX_SEND_MESSAGES_SIZE", "1 MB")
+            .env("IGGY_LIMITS_MAX_REQUEST_BYTES_IN_FLIGHT", "1 MiB"),
+    );
+    let address = address(&server);
+    let token = login(address);
+    // A 900 KB body on its way holds 900 KB of the budget...
+    let mut slow = TcpStream::connect(address).unwrap();
+    write!(
+        slow,
+        "POST /streams HTTP/1.1\r\nHost: x\r\n{}{JSON}Content-Length: 900000\r\n\r\n{{",
+        bearer(&token)
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // ...so another 500 KB body does not fit: 503, before it is read.
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "POST /streams HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{}{JSON}Content-Length: 500000\r\n\r\n",
+        bearer(&token)
+    )
+    .unwrap();
+    let refused = read_response(&mut stream, "POST", "/streams");
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    // Once the first connection is gone, its share is back.
+    drop(slow);
+    std::thread::sleep(Duration::from_millis(300));
+    let body = format!(r#"{{"name":"{}"}}"#, "n".repeat(200));
+    let padded = format!("{body}{}", " ".repeat(500_000));
+    let accepted = http_body(
+        address,
+        "POST",
+        "/streams",
+        &format!("{}{JSON}", bearer(&token)),
+        padded.as_bytes(),
+    );
+    assert_eq!(accepted.status, 200, "{}", accepted.body);
+}
+
+#[test]
 fn tokens_expire_refresh_once_and_logouts_survive_a_restart() {
     let mut server = TestServer::start(
         ServerOptions::new()

@@ -258,6 +258,13 @@ impl Config {
                 limits.max_request_bytes_in_flight.0, self.tcp.max_send_messages_size.0
             )));
         }
+        if self.http.enabled && limits.max_request_bytes_in_flight.0 < self.http.max_request_size.0
+        {
+            return Err(ConfigError(format!(
+                "limits.max_request_bytes_in_flight ({} bytes) must be at least http.max_request_size ({} bytes), or the largest HTTP request could never be read",
+                limits.max_request_bytes_in_flight.0, self.http.max_request_size.0
+            )));
+        }
         if limits.login.max_failures_per_connection == 0 {
             return Err(ConfigError(
                 "limits.login.max_failures_per_connection must be at least 1".into(),

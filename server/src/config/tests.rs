@@ -202,3 +202,30 @@ fn telemetry_takes_upstream_keys_and_refuses_an_unknown_transport() {
     .unwrap_err();
     assert!(error.0.contains("telemetry.traces.endpoint"), "{error}");
 }
+
+#[test]
+fn the_http_api_keys_load_and_are_checked() {
+    let config = load(None, &[]).unwrap();
+    assert_eq!(config.http.max_request_size.0, 2_000_000);
+    assert_eq!(config.http.jwt.algorithm, "HS256");
+    assert!(config.http.cors.enabled && !config.http.tls.enabled);
+    let config = load(
+        Some("[http.jwt]\nalgorithm = \"HS512\"\nencoding_secret = \"s3cr3t\"\n[http.cors]\nallowed_origins = [\"https://ui.example\"]\n"),
+        &[("IGGY_HTTP_TLS_ENABLED", "true")],
+    )
+    .unwrap();
+    assert_eq!(config.http.jwt.encoding_secret.0, "s3cr3t");
+    assert_eq!(config.http.cors.allowed_origins, ["https://ui.example"]);
+    assert!(config.http.tls.enabled);
+    let error = load(None, &[("IGGY_HTTP_JWT_ALGORITHM", "ES256")]).unwrap_err();
+    assert!(error.0.contains("http.jwt.algorithm"), "{error:?}");
+    let error = load(
+        None,
+        &[
+            ("IGGY_HTTP_MAX_REQUEST_SIZE", "1 GB"),
+            ("IGGY_LIMITS_MAX_REQUEST_BYTES_IN_FLIGHT", "512 MiB"),
+        ],
+    )
+    .unwrap_err();
+    assert!(error.0.contains("http.max_request_size"), "{error:?}");
+}

@@ -203,6 +203,28 @@ async fn handle(
         return cors::preflight(cors, &request);
     }
     let (parts, body) = request.into_parts();
+    // A large body takes its share of the in-flight budget binary clients share
+    // (`limits.max_request_bytes_in_flight`) until its request is answered.
+    let declared = declared_length(&parts);
+    let within_limit = |length: &u64| *length <= api.shared.config.http.max_request_size.0;
+    let _permit = match declared
+        .filter(|&length| length > crate::frontend::SMALL_BODY_BYTES as u64)
+        .filter(within_limit)
+    {
+        Some(length) => match api.shared.admission.try_reserve_body(length) {
+            Some(permit) => Some(permit),
+            None => {
+                tracing::warn!(%peer, bytes = length, limit = "limits.max_request_bytes_in_flight", "HTTP request refused: no room for its body");
+                return Reply::error_status(
+                    hyper::StatusCode::SERVICE_UNAVAILABLE,
+                    rill_core::ErrorCode::Error,
+                    "no room for the request body now (limits.max_request_bytes_in_flight); retry later",
+                )
+                .into_response(false);
+            }
+        },
+        None => None,
+    };
     let reply = match read_body(api, &parts, body).await {
         Ok(body) if !body.is_empty() && !is_json(&parts) => Reply::error_status(
             hyper::StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -234,6 +256,15 @@ fn is_json(parts: &hyper::http::request::Parts) -> bool {
     }
 }
 
+/// The body length the request declares (Content-Length), if any.
+fn declared_length(parts: &hyper::http::request::Parts) -> Option<u64> {
+    parts
+        .headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok())
+}
+
 /// The request body, read whole within `max_request_size` and `request_body_timeout`.
 async fn read_body(
     api: &Api,
@@ -242,11 +273,7 @@ async fn read_body(
 ) -> Result<Bytes, Reply> {
     let config = &api.shared.config.http;
     let limit = usize::try_from(config.max_request_size.0).unwrap_or(usize::MAX);
-    let declared = parts
-        .headers
-        .get(hyper::header::CONTENT_LENGTH)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.parse::<u64>().ok());
+    let declared = declared_length(parts);
     let too_large = || {
         Reply::error_status(
             hyper::StatusCode::PAYLOAD_TOO_LARGE,
