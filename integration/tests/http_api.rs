@@ -549,9 +549,10 @@ async fn the_0_11_http_client_works_too() {
     use iggy_v011::prelude::{
         Client as _, CompressionAlgorithm as Compression, Consumer as Consumer11,
         Identifier as Id11, IggyClient as Client11, IggyExpiry as Expiry11,
-        IggyMessage as Message11, MaxTopicSize as Size11, MessageClient as _,
+        IggyMessage as Message11, MaxTopicSize as Size11, MessageClient as _, OptionsScope,
         Partitioning as Partitioning11, PollingStrategy as Strategy11, StreamClient as _,
-        TopicClient as _, TopicCreateOptions, TopicUpdateOptions, UserClient as _,
+        SystemClient as _, TopicClient as _, TopicCreateOptions, TopicUpdateOptions,
+        UserClient as _,
     };
     let server = http_server();
     let client = Client11::builder()
@@ -562,6 +563,14 @@ async fn the_0_11_http_client_works_too() {
         .expect("build 0.11 HTTP client");
     client.connect().await.expect("connect");
     client.login_user("iggy", "iggy").await.expect("login");
+    // The options catalog over HTTP, as the 0.11 client asks for it.
+    let specs = client
+        .describe_options(OptionsScope::Topic)
+        .await
+        .expect("describe options");
+    assert!(specs.iter().any(|spec| spec.key == "compression_algorithm"));
+    let none = client.describe_options(OptionsScope::User).await.unwrap();
+    assert!(none.is_empty());
     let stream = client.create_stream("v11").await.expect("create stream");
     let options = TopicCreateOptions {
         partitions_count: Some(2),

@@ -315,24 +315,47 @@ fn size(text: &str) -> Result<u64, DecodeError> {
     parse_size(text).map_err(|_| invalid())
 }
 
+/// One key of the option catalog: its name, kind, default (in the kind's encoding) and what it
+/// does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OptionSpec {
+    pub key: &'static str,
+    pub kind: HeaderKind,
+    pub default: &'static [u8],
+    pub description: &'static str,
+}
+
+/// The option catalog of `scope` (1 topic, 2 stream, 3 user): topics have options, streams and
+/// users none yet.
+pub fn specs(scope: u8) -> Result<Vec<OptionSpec>, DecodeError> {
+    match scope {
+        1 => Ok(CATALOG
+            .iter()
+            .map(|&(key, _, kind, default, description)| OptionSpec {
+                key,
+                kind,
+                default,
+                description,
+            })
+            .collect()),
+        2 | 3 => Ok(Vec::new()),
+        _ => Err(DecodeError::invalid("options scope")),
+    }
+}
+
 /// DescribeOptions (13) for `scope` (1 topic, 2 stream, 3 user): the catalog with each key's
 /// default and description (protocol-0.9.md 5.1.4).
 pub fn describe(scope: u8) -> Result<Vec<u8>, DecodeError> {
+    let specs = specs(scope)?;
     let mut out = Vec::new();
-    match scope {
-        1 => {
-            out.put_u32_le(CATALOG.len() as u32);
-            for (key, _, kind, default, description) in CATALOG {
-                out.put_u8(key.len() as u8);
-                out.put_slice(key.as_bytes());
-                out.put_u8(kind as u8);
-                out.put_u32_le(default.len() as u32);
-                out.put_slice(default);
-                put_str32(&mut out, description);
-            }
-        }
-        2 | 3 => out.put_u32_le(0),
-        _ => return Err(DecodeError::invalid("options scope")),
+    out.put_u32_le(specs.len() as u32);
+    for spec in specs {
+        out.put_u8(spec.key.len() as u8);
+        out.put_slice(spec.key.as_bytes());
+        out.put_u8(spec.kind as u8);
+        out.put_u32_le(spec.default.len() as u32);
+        out.put_slice(spec.default);
+        put_str32(&mut out, spec.description);
     }
     Ok(out)
 }

@@ -81,6 +81,7 @@ pub async fn route(api: &Api, parts: &Parts, body: Bytes, peer: SocketAddr) -> R
         (&Method::GET, ["clients"]) => either(system::clients(&call).await),
         (&Method::GET, ["clients", id]) => either(system::client(&call, id).await),
         (&Method::POST, ["snapshot"]) => either(system::snapshot(&call).await),
+        (&Method::GET, ["options", scope]) => either(system::options(scope)),
         (&Method::GET, ["users"]) => either(users::list(&call).await),
         (&Method::POST, ["users"]) => either(users::create(&call).await),
         (&Method::DELETE, ["users", "logout"]) => users::logout(&call),
@@ -108,6 +109,7 @@ pub async fn route(api: &Api, parts: &Parts, body: Bytes, peer: SocketAddr) -> R
 fn is_known(path: &[&str]) -> bool {
     match path {
         ["cluster", "metadata"] | ["clients"] | ["clients", _] | ["snapshot"] | ["users"] => true,
+        ["options", _] => true,
         ["users", _] | ["users", _, "permissions" | "password"] => true,
         ["personal-access-tokens"] | ["personal-access-tokens", _] => true,
         ["streams", rest @ ..] => streams::is_known(rest),

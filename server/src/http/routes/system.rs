@@ -1,4 +1,5 @@
-//! System routes: `/metrics`, `/stats`, `/clients`, `/snapshot`, `/cluster/metadata`.
+//! System routes: `/metrics`, `/stats`, `/clients`, `/snapshot`, `/cluster/metadata`, and the
+//! 0.9-generation SDK's `/options/{scope}`.
 
 use super::{Call, authenticate, decoded, listed};
 use crate::http::bodies::{self, json};
@@ -106,4 +107,33 @@ pub async fn snapshot(call: &Call<'_>) -> Result<Reply, Reply> {
         reply = reply.with_header(header::CONTENT_DISPOSITION, value);
     }
     Ok(reply)
+}
+
+/// `GET /options/{topic|stream|user}` (the 0.9-generation SDK's HTTP DescribeOptions): the keys
+/// each create command takes, their kind, default (as a list of bytes) and description.
+pub fn options(scope: &str) -> Result<Reply, Reply> {
+    let scope = match scope {
+        "topic" => 1,
+        "stream" => 2,
+        "user" => 3,
+        other => {
+            return Err(bodies::bad(
+                ErrorCode::InvalidCommand,
+                format!("unknown options scope {other:?}: topic, stream or user"),
+            ));
+        }
+    };
+    let specs = rill_core::v09::options::specs(scope).map_err(|error| Reply::error(error.code))?;
+    let specs: Vec<serde_json::Value> = specs
+        .iter()
+        .map(|spec| {
+            serde_json::json!({
+                "key": spec.key,
+                "kind": views::HEADER_KINDS[usize::from(spec.kind as u8) - 1],
+                "default_value": spec.default,
+                "description": spec.description,
+            })
+        })
+        .collect();
+    Ok(Reply::ok(&specs))
 }
