@@ -13,15 +13,18 @@ use rill_core::message::MessageHeader;
 use rill_core::message::encode_poll_header;
 use rill_core::primitives::{
     CompressionAlgorithm, GlobalPermissions, Name, Permissions, StreamPermissions,
-    TopicPermissions, Transport, UserStatus, user_headers,
+    TopicPermissions, UserStatus, user_headers,
 };
 use rill_core::responses::{
-    CacheMetric, ClientDetails, ClientGroup, ClientInfo, ClusterMetadata, ClusterNode,
-    ConsumerGroupDetails, ConsumerGroupInfo, ConsumerGroupMember, ConsumerOffsetInfo, IdentityInfo,
-    PartitionInfo, PersonalAccessTokenInfo, RawPersonalAccessToken, Stats, StreamDetails,
-    StreamInfo, TopicDetails, TopicInfo, UserDetails, UserInfo,
+    ClientDetails, ClientGroup, ConsumerGroupDetails, ConsumerGroupInfo, ConsumerGroupMember,
+    ConsumerOffsetInfo, IdentityInfo, PartitionInfo, PersonalAccessTokenInfo,
+    RawPersonalAccessToken, StreamDetails, StreamInfo, TopicDetails, TopicInfo, UserDetails,
+    UserInfo,
 };
 use serde_json::Value;
+use system::{client, cluster, stats};
+
+mod system;
 
 /// Why an answer could not be read: the server is not speaking upstream's API.
 #[derive(Debug)]
@@ -252,126 +255,6 @@ fn permissions(value: &Value) -> Result<Permissions> {
                 })?,
             })
         })?,
-    })
-}
-
-fn transport(value: &Value) -> Result<Transport> {
-    Ok(
-        match str_of(value, "transport")?.to_ascii_lowercase().as_str() {
-            "quic" => Transport::Quic,
-            "http" => Transport::Http,
-            "websocket" => Transport::WebSocket,
-            _ => Transport::Tcp,
-        },
-    )
-}
-
-fn client_user(value: &Value) -> u32 {
-    value
-        .get("user_id")
-        .and_then(Value::as_u64)
-        .and_then(|id| u32::try_from(id).ok())
-        .unwrap_or(u32::MAX)
-}
-
-fn client(value: &Value) -> Result<ClientInfo> {
-    Ok(ClientInfo {
-        client_id: u32_of(value, "client_id")?,
-        user_id: client_user(value),
-        transport: transport(value)?,
-        address: str_of(value, "address")?.to_owned(),
-        consumer_groups_count: u32_of(value, "consumer_groups_count")?,
-    })
-}
-
-fn stats(value: &Value) -> Result<Stats> {
-    let f32_of = |key: &str| value.get(key).and_then(Value::as_f64).unwrap_or(0.0) as f32;
-    let text = |key: &str| -> Result<String> { Ok(str_of(value, key)?.to_owned()) };
-    let mut cache_metrics = Vec::new();
-    if let Some(Value::Object(metrics)) = value.get("cache_metrics") {
-        for (key, metric) in metrics {
-            let ids: Vec<u32> = key.split('-').filter_map(|id| id.parse().ok()).collect();
-            if let [stream_id, topic_id, partition_id] = ids[..] {
-                cache_metrics.push(CacheMetric {
-                    stream_id,
-                    topic_id,
-                    partition_id,
-                    hits: u64_of(metric, "hits")?,
-                    misses: u64_of(metric, "misses")?,
-                    hit_ratio: metric
-                        .get("hit_ratio")
-                        .and_then(Value::as_f64)
-                        .unwrap_or(0.0) as f32,
-                });
-            }
-        }
-    }
-    Ok(Stats {
-        process_id: u32_of(value, "process_id")?,
-        cpu_usage: f32_of("cpu_usage"),
-        total_cpu_usage: f32_of("total_cpu_usage"),
-        memory_usage: byte_size(value, "memory_usage")?,
-        total_memory: byte_size(value, "total_memory")?,
-        available_memory: byte_size(value, "available_memory")?,
-        run_time: u64_of(value, "run_time")?,
-        start_time: u64_of(value, "start_time")?,
-        read_bytes: byte_size(value, "read_bytes")?,
-        written_bytes: byte_size(value, "written_bytes")?,
-        messages_size_bytes: byte_size(value, "messages_size_bytes")?,
-        streams_count: u32_of(value, "streams_count")?,
-        topics_count: u32_of(value, "topics_count")?,
-        partitions_count: u32_of(value, "partitions_count")?,
-        segments_count: u32_of(value, "segments_count")?,
-        messages_count: u64_of(value, "messages_count")?,
-        clients_count: u32_of(value, "clients_count")?,
-        consumer_groups_count: u32_of(value, "consumer_groups_count")?,
-        hostname: text("hostname")?,
-        os_name: text("os_name")?,
-        os_version: text("os_version")?,
-        kernel_version: text("kernel_version")?,
-        iggy_server_version: text("iggy_server_version")?,
-        iggy_server_semver: value
-            .get("iggy_server_semver")
-            .and_then(Value::as_u64)
-            .map_or(0, |semver| semver as u32),
-        cache_metrics,
-        threads_count: u32_of(value, "threads_count")?,
-        free_disk_space: byte_size(value, "free_disk_space")?,
-        total_disk_space: byte_size(value, "total_disk_space")?,
-    })
-}
-
-fn cluster(value: &Value) -> Result<ClusterMetadata> {
-    let nodes = list(value, "nodes")?
-        .iter()
-        .map(|node| {
-            let endpoints = field(node, "endpoints")?;
-            let port = |key: &str| -> Result<u16> {
-                u16::try_from(u64_of(endpoints, key)?)
-                    .map_err(|_| Malformed(format!("port `{key}` is out of range")))
-            };
-            Ok(ClusterNode {
-                name: str_of(node, "name")?.to_owned(),
-                ip: str_of(node, "ip")?.to_owned(),
-                tcp_port: port("tcp")?,
-                quic_port: port("quic")?,
-                http_port: port("http")?,
-                websocket_port: port("websocket")?,
-                role: u8::from(str_of(node, "role")? != "leader"),
-                status: match str_of(node, "status")? {
-                    "healthy" => 0,
-                    "starting" => 1,
-                    "stopping" => 2,
-                    "unreachable" => 3,
-                    "maintenance" => 4,
-                    _ => 5,
-                },
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(ClusterMetadata {
-        name: str_of(value, "name")?.to_owned(),
-        nodes,
     })
 }
 
@@ -607,47 +490,4 @@ pub fn payload(answer: Answer, body: &[u8]) -> Result<Vec<u8>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_are_read_exactly() {
-        for (text, bytes) in [
-            ("0 B", 0),
-            ("1.234 KB", 1234),
-            ("123456.789 KB", 123_456_789),
-            ("1 KiB", 1024),
-            ("1.5 KiB", 1536),
-            ("34732 KiB", 34732 * 1024),
-            ("10 GB", 10_000_000_000),
-            ("7", 7),
-        ] {
-            assert_eq!(parse_size(text), Some(bytes), "{text}");
-        }
-        for text in ["", "KB", "1.2.3 KB", "1 parsec", "-1 B"] {
-            assert_eq!(parse_size(text), None, "{text}");
-        }
-    }
-
-    #[test]
-    fn polled_ids_keep_all_128_bits() {
-        let body = br#"{"partition_id":1,"current_offset":0,"count":1,"messages":[{"header":{"checksum":7,"id":340282366920938463463374607431768211455,"offset":0,"timestamp":5,"origin_timestamp":4,"user_headers_length":0,"payload_length":1,"reserved":0},"payload":"eA==","user_headers":[]}]}"#;
-        let bytes = payload(Answer::Polled, body).unwrap();
-        let message = rill_core::message::MessageIter::new(&bytes[16..])
-            .next()
-            .unwrap()
-            .unwrap();
-        assert_eq!(message.id(), u128::MAX);
-        assert_eq!((message.payload(), message.timestamp()), (&b"x"[..], 5));
-    }
-
-    proptest::proptest! {
-        /// Whatever the body, reading it never panics.
-        #[test]
-        fn arbitrary_answers_never_panic(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
-            for answer in [Answer::Stats, Answer::Polled, Answer::User, Answer::Stream, Answer::Group, Answer::Cluster, Answer::Client] {
-                let _ = payload(answer, &body);
-            }
-        }
-    }
-}
+mod tests;
