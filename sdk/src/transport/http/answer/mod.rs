@@ -8,12 +8,13 @@ use super::route::{Answer, HEADER_KINDS};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::BufMut;
+use json::{Result, array, bool_of, byte_size, field, list, name_of, str_of, u32_of, u64_of};
 use rill_core::Encode;
 use rill_core::message::MessageHeader;
 use rill_core::message::encode_poll_header;
 use rill_core::primitives::{
-    CompressionAlgorithm, GlobalPermissions, Name, Permissions, StreamPermissions,
-    TopicPermissions, UserStatus, user_headers,
+    CompressionAlgorithm, GlobalPermissions, Permissions, StreamPermissions, TopicPermissions,
+    UserStatus, user_headers,
 };
 use rill_core::responses::{
     ClientDetails, ClientGroup, ConsumerGroupDetails, ConsumerGroupInfo, ConsumerGroupMember,
@@ -24,112 +25,10 @@ use rill_core::responses::{
 use serde_json::Value;
 use system::{client, cluster, stats};
 
+mod json;
 mod system;
 
-/// Why an answer could not be read: the server is not speaking upstream's API.
-#[derive(Debug)]
-pub struct Malformed(pub String);
-
-type Result<T> = std::result::Result<T, Malformed>;
-
-fn field<'a>(value: &'a Value, key: &str) -> Result<&'a Value> {
-    value
-        .get(key)
-        .ok_or_else(|| Malformed(format!("the answer has no `{key}`")))
-}
-
-fn u64_of(value: &Value, key: &str) -> Result<u64> {
-    let found = field(value, key)?;
-    found
-        .as_u64()
-        .or_else(|| found.as_str().and_then(|text| text.parse().ok()))
-        .ok_or_else(|| Malformed(format!("`{key}` is not a number: {found}")))
-}
-
-fn u32_of(value: &Value, key: &str) -> Result<u32> {
-    u32::try_from(u64_of(value, key)?).map_err(|_| Malformed(format!("`{key}` is out of range")))
-}
-
-fn str_of<'a>(value: &'a Value, key: &str) -> Result<&'a str> {
-    let found = field(value, key)?;
-    found
-        .as_str()
-        .ok_or_else(|| Malformed(format!("`{key}` is not a string: {found}")))
-}
-
-fn name_of(value: &Value, key: &str) -> Result<Name> {
-    Name::new(str_of(value, key)?).map_err(|error| Malformed(format!("`{key}`: {error}")))
-}
-
-fn bool_of(value: &Value, key: &str) -> Result<bool> {
-    field(value, key)?
-        .as_bool()
-        .ok_or_else(|| Malformed(format!("`{key}` is not a bool")))
-}
-
-fn list<'a>(value: &'a Value, key: &str) -> Result<&'a [Value]> {
-    match value.get(key) {
-        None | Some(Value::Null) => Ok(&[]),
-        Some(Value::Array(items)) => Ok(items),
-        Some(other) => Err(Malformed(format!("`{key}` is not a list: {other}"))),
-    }
-}
-
-fn array(value: &Value) -> Result<&[Value]> {
-    value
-        .as_array()
-        .map(Vec::as_slice)
-        .ok_or_else(|| Malformed("the answer is not a list".into()))
-}
-
-/// A size of data: a number of bytes, or upstream's text ("1.234 KB", "3 MiB", "0 B"), read
-/// exactly (no floating point).
-pub fn byte_size(value: &Value, key: &str) -> Result<u64> {
-    let found = field(value, key)?;
-    if let Some(bytes) = found.as_u64() {
-        return Ok(bytes);
-    }
-    let text = found
-        .as_str()
-        .ok_or_else(|| Malformed(format!("`{key}` is not a size: {found}")))?;
-    parse_size(text).ok_or_else(|| Malformed(format!("`{key}` is not a size: {text:?}")))
-}
-
-fn parse_size(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let split = text
-        .find(|character: char| !(character.is_ascii_digit() || character == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let unit: u128 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1_000,
-        "kib" => 1 << 10,
-        "mb" => 1_000_000,
-        "mib" => 1 << 20,
-        "gb" => 1_000_000_000,
-        "gib" => 1 << 30,
-        "tb" => 1_000_000_000_000,
-        "tib" => 1 << 40,
-        "pb" => 1_000_000_000_000_000,
-        "pib" => 1 << 50,
-        "eb" => 1_000_000_000_000_000_000,
-        "eib" => 1 << 60,
-        _ => return None,
-    };
-    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-    if whole.is_empty() || fraction.len() > 18 {
-        return None;
-    }
-    let whole: u128 = whole.parse().ok()?;
-    let scale = 10u128.pow(fraction.len() as u32);
-    let fraction: u128 = if fraction.is_empty() {
-        0
-    } else {
-        fraction.parse().ok()?
-    };
-    u64::try_from(whole.checked_mul(unit)? + fraction * unit / scale).ok()
-}
+pub use json::Malformed;
 
 fn compression(value: &Value) -> Result<CompressionAlgorithm> {
     match str_of(value, "compression_algorithm")?

@@ -1,6 +1,6 @@
 //! Clients, stats and cluster metadata from the API's JSON.
 
-use super::{Malformed, Result, byte_size, field, list, str_of, u32_of, u64_of};
+use super::json::{Malformed, Result, byte_size, field, list, str_of, u32_of, u64_of};
 use rill_core::primitives::Transport;
 use rill_core::responses::{CacheMetric, ClientInfo, ClusterMetadata, ClusterNode, Stats};
 use serde_json::Value;

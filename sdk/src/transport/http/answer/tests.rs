@@ -1,3 +1,4 @@
+use super::json::parse_size;
 use super::*;
 
 #[test]
