@@ -271,9 +271,8 @@ async fn get_me_get_client_and_get_clients_report_the_real_sessions() {
 async fn cluster_metadata_describes_a_single_node() {
     // Proves: GetClusterMetadata answers what the SDK expects from a non-clustered server
     // (protocol.md 7.10, 9): cluster "single-node" with one node "iggy-node" at 127.0.0.1 whose
-    // TCP, QUIC and HTTP ports are the ones the server listens on and whose WebSocket port is 0
-    // (there is no WebSocket listener), role leader, status healthy; a user without any
-    // permission may ask. How: official SDK.
+    // TCP, QUIC, HTTP and WebSocket ports are the ones the server listens on, role leader,
+    // status healthy; a user without any permission may ask. How: official SDK.
     let server = TestServer::start(ServerOptions::new());
     let root = root_client(&server).await;
     root.create_user("nobody", PASSWORD, UserStatus::Active, None)
@@ -294,7 +293,7 @@ async fn cluster_metadata_describes_a_single_node() {
         assert_eq!(node.endpoints.quic, server.quic_address().port());
         let http = server.http_address().expect("HTTP endpoint logged");
         assert_eq!(node.endpoints.http, http.port());
-        assert_eq!(node.endpoints.websocket, 0, "no WebSocket listener");
+        assert_eq!(node.endpoints.websocket, server.websocket_address().port());
         assert_eq!(node.role, ClusterNodeRole::Leader);
         assert_eq!(node.status, ClusterNodeStatus::Healthy);
     }
