@@ -228,7 +228,11 @@ fn metric_sum(server: &TestServer, name: &str, label: &str) -> f64 {
     use std::io::{Read, Write};
     let address = server.http_address().expect("HTTP endpoint logged");
     let mut http = std::net::TcpStream::connect(address).expect("connect to /metrics");
-    write!(http, "GET /metrics HTTP/1.1\r\nHost: {address}\r\n\r\n").unwrap();
+    write!(
+        http,
+        "GET /metrics HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut body = String::new();
     http.read_to_string(&mut body).expect("read /metrics");
     body.lines()

@@ -20,7 +20,7 @@ fn http_get(server: &TestServer, path: &str, authorization: &str) -> String {
         .unwrap();
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: x\r\n{authorization}\r\n"
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{authorization}\r\n"
     )
     .unwrap();
     let mut response = String::new();
