@@ -65,16 +65,18 @@ ENV IGGY_CONFIG_PATH=/etc/iggy/server.toml \
     IGGY_SYSTEM_PATH=/data \
     IGGY_TCP_ADDRESS=0.0.0.0:8090 \
     IGGY_QUIC_ADDRESS=0.0.0.0:8080 \
-    IGGY_HTTP_ADDRESS=0.0.0.0:3000
+    IGGY_HTTP_ADDRESS=0.0.0.0:3000 \
+    IGGY_WEBSOCKET_ADDRESS=0.0.0.0:8092
 # Metadata and partition logs. Segment files are written with O_DIRECT: keep /data on a volume or
 # bind mount (ext4, xfs), not on the container's overlay layer.
 VOLUME ["/data"]
 # 8090/tcp: Iggy's binary protocol over TCP (0.8 and 0.9 clients alike). 8080/udp: the same over
-# QUIC. 3000/tcp: the operators' HTTP endpoint (/metrics, /ping, /stats; /metrics has no
-# authentication: publish it only on a private address). Upstream's Helm chart mounts its volume
+# QUIC. 8092/tcp: the same over WebSocket. 3000/tcp: the HTTP REST API (JWT) and the operators'
+# /metrics, /ping, /stats (/metrics has no authentication: publish 3000 only on a private
+# address, or put the API behind a proxy that hides /metrics). Upstream's Helm chart mounts its volume
 # at /app/local_data: with it, set IGGY_SYSTEM_PATH=/app/local_data, or data stays in the
 # container.
-EXPOSE 8090/tcp 8080/udp 3000/tcp
+EXPOSE 8090/tcp 8080/udp 3000/tcp 8092/tcp
 USER iggy:iggy
 WORKDIR /data
 # SIGTERM (docker stop) drains connections and flushes partitions before exiting.

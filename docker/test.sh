@@ -210,12 +210,14 @@ uid=$(docker run --rm --entrypoint id "$image" -u)
 [[ $uid != 0 ]] || fail "the container runs as root"
 [[ $(inspect '{{json .Config.Volumes}}') == *'"/data"'* ]] || fail "/data is not a volume"
 ports=$(inspect '{{json .Config.ExposedPorts}}')
-[[ $ports == *'"8090/tcp"'* && $ports == *'"8080/udp"'* && $ports == *'"3000/tcp"'* ]] ||
+[[ $ports == *'"8090/tcp"'* && $ports == *'"8080/udp"'* && $ports == *'"3000/tcp"'* &&
+    $ports == *'"8092/tcp"'* ]] ||
     fail "exposed ports are $ports"
 env=$(inspect '{{json .Config.Env}}')
 [[ $env == *'"IGGY_TCP_ADDRESS=0.0.0.0:8090"'* && $env == *'"IGGY_SYSTEM_PATH=/data"'* &&
-    $env == *'"IGGY_HTTP_ADDRESS=0.0.0.0:3000"'* ]] ||
-    fail "the image does not set IGGY_TCP_ADDRESS/IGGY_HTTP_ADDRESS/IGGY_SYSTEM_PATH: $env"
+    $env == *'"IGGY_HTTP_ADDRESS=0.0.0.0:3000"'* &&
+    $env == *'"IGGY_WEBSOCKET_ADDRESS=0.0.0.0:8092"'* ]] ||
+    fail "the image does not set IGGY_TCP_ADDRESS/IGGY_HTTP_ADDRESS/IGGY_WEBSOCKET_ADDRESS/IGGY_SYSTEM_PATH: $env"
 docker run --rm --entrypoint cat "$image" /etc/iggy/server.toml | cmp -s - configs/server.toml ||
     fail "/etc/iggy/server.toml in the image differs from configs/server.toml"
 say "image: runs as uid $uid, volume /data, ports $ports, IGGY_* env, configs/server.toml inside"
