@@ -203,3 +203,48 @@ async fn the_official_cli_over_http() {
     assert_eq!(topic.partitions_count, 3);
     assert_eq!(topic.messages_count, 1);
 }
+
+/// The official Python client of the 0.9 generation over HTTP (`HttpConfig`): login, stream,
+/// topic, send, poll with auto-commit, stats, logout; the offset it committed is read over TCP.
+#[tokio::test]
+async fn the_python_0_9_client_over_http() {
+    let server = http_server();
+    let address = server.http_address().expect("HTTP API listening");
+    let script =
+        rill_integration::binary::workspace_root().join("integration/python/v09_http_client.py");
+    // The server is another process: blocking this test's thread on the script is harmless.
+    let output = std::process::Command::new(rill_integration::sdk_v011::python())
+        .arg(&script)
+        .arg(address.to_string())
+        .arg("pyh")
+        .output()
+        .expect("run the Python client");
+    assert!(
+        output.status.success(),
+        "apache-iggy 0.9.0 over HTTP failed ({}):\nstderr: {}\nstdout: {}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout),
+        server.log_tail()
+    );
+    let seen: serde_json::Value =
+        serde_json::from_slice(output.stdout.trim_ascii()).expect("the script's JSON line");
+    assert_eq!(seen["partitions"], 2);
+    assert_eq!(
+        seen["polled"],
+        serde_json::json!([[0, "h1-0"], [1, "h1-1"], [2, "h1-2"]])
+    );
+    assert_eq!(seen["messages"], 3);
+    let tcp = root_client(&server).await;
+    let offset = tcp
+        .get_consumer_offset(
+            &Consumer::new(id(7)),
+            &Identifier::named("pyh").unwrap(),
+            &Identifier::named("t").unwrap(),
+            Some(1),
+        )
+        .await
+        .unwrap()
+        .expect("auto-commit stored the offset");
+    assert_eq!(offset.stored_offset, 2);
+}
