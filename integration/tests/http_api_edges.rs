@@ -63,6 +63,8 @@ fn malformed_requests_get_clear_errors_and_cors_is_answered() {
         401
     );
     assert_eq!(http_with(address, "GET", "/streams", &auth).status, 200);
+    let head = http_with(address, "HEAD", "/streams", &auth);
+    assert_eq!((head.status, head.body.as_str()), (200, ""));
 
     // Unknown routes 404, known routes with another method 405.
     assert_eq!(http_with(address, "GET", "/nowhere", &auth).status, 404);

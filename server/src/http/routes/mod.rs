@@ -28,8 +28,12 @@ pub async fn route(api: &Api, parts: &Parts, body: Bytes, peer: SocketAddr) -> R
         .map(decode)
         .collect();
     let path: Vec<&str> = segments.iter().map(String::as_str).collect();
-    let method = parts.method.clone();
-    let read = method == Method::GET || method == Method::HEAD;
+    // HEAD is GET without the body (the body is dropped when the response is written).
+    let method = match parts.method {
+        Method::HEAD => Method::GET,
+        ref method => method.clone(),
+    };
+    let read = method == Method::GET;
     match path.as_slice() {
         [] if read => {
             return Reply::text(StatusCode::OK, "text/plain; charset=utf-8", "Iggy API");
