@@ -71,7 +71,7 @@ LAYERS = [
     ),
     ("the shard: per-thread state, owned partitions, routing", ["shard", "stats"]),
     ("commands: control plane and handlers", ["control", "handlers"]),
-    ("transports: TCP, TLS, QUIC (the only modules touching client sockets)", ["frontend"]),
+    ("transports: TCP, TLS, QUIC, WebSocket (with http, the only modules touching client sockets)", ["frontend"]),
     (
         "process: bootstrap, HTTP endpoint, maintenance tasks, scrape",
         ["server", "http", "maintenance", "metrics::exposition", "lib"],
