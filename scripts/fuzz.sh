@@ -6,7 +6,8 @@
 # Targets live in two crates outside the main workspace: core/fuzz (rill-core's wire decoders:
 # request_decoder, message_batch, responses, frames, v09) and server/fuzz (the server's metadata log
 # records and boot-time recovery: metadata_log; the WebSocket framing and handshake:
-# websocket_frames). Each run starts from the committed seeds in
+# websocket_frames; the HTTP API's JSON bodies and query strings: http_bodies). Each run starts
+# from the committed seeds in
 # <crate>/seeds/<target> plus whatever <crate>/corpus/<target> has gathered (git-ignored).
 # Installs cargo-fuzz if it is missing. Exits non-zero if any target crashes; the crashing input
 # is left in <crate>/artifacts/<target>/ and can be replayed with
@@ -68,7 +69,7 @@ fuzz_crate() {
 }
 
 fuzz_crate core/fuzz request_decoder message_batch responses frames v09
-fuzz_crate server/fuzz metadata_log websocket_frames
+fuzz_crate server/fuzz metadata_log websocket_frames http_bodies
 
 if ((${#failed[@]})); then
     echo "fuzzing found crashes in: ${failed[*]}" >&2

@@ -17,6 +17,7 @@
 mod bodies;
 mod bridge;
 
+pub use bodies::parse_everything;
 pub use bridge::{ShardTask, serve_tasks, task_channels};
 mod cors;
 mod jwt;

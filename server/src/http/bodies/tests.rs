@@ -167,3 +167,16 @@ proptest! {
         prop_assert_eq!(stored, sent);
     }
 }
+
+#[test]
+fn the_fuzzing_entry_parses_what_the_sdk_sends() {
+    let send =
+        br#"{"partitioning":{"kind":"balanced","value":""},"messages":[{"payload":"eA=="}]}"#;
+    assert!(
+        parse_everything(
+            send,
+            "/streams/s/topics/t/messages?consumer_id=a%20b&value=3"
+        ) >= 1
+    );
+    assert_eq!(parse_everything(b"\xff\xfe not json", "%%%?&&=="), 0);
+}
