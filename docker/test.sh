@@ -61,6 +61,11 @@ cleanup() {
             --timeout 20 >/dev/null 2>&1)
     fi
     for container in "${containers[@]}"; do
+        if ((status != 0)); then
+            # What the server saw, before its container goes: a failure must be explainable.
+            say "last log lines of $container:"
+            docker logs --tail 60 "$container" 2>&1 | sed 's/^/    /' >&2
+        fi
         docker rm --force --volumes "$container" >/dev/null 2>&1
     done
     for volume in "${volumes[@]}"; do
@@ -326,8 +331,9 @@ iggy_cli "$blocked_port" stream create blocked-test >/dev/null || fail "stream c
 iggy_cli "$blocked_port" topic create blocked-test events 1 none >/dev/null || fail "topic create (polling) failed"
 iggy_cli "$blocked_port" message send --partition-id 0 blocked-test events "on-epoll-$$" >/dev/null ||
     fail "message send (polling) failed"
-iggy_cli "$blocked_port" message poll --offset 0 --message-count 10 blocked-test events 0 2>&1 |
-    grep -q "on-epoll-$$" || fail "the message sent on the readiness driver was not polled back"
+polled=$(iggy_cli "$blocked_port" message poll --offset 0 --message-count 10 blocked-test events 0 2>&1)
+grep -q "on-epoll-$$" <<<"$polled" ||
+    fail "the message sent on the readiness driver was not polled back: $polled"
 say "Docker's default seccomp profile (Engine 25+, io_uring blocked): serves on the readiness driver;" \
     "'$(grep -m1 -o 'io_uring is not available ([^)]*)' <<<"$blocked_logs")'"
 docker rm --force "$run_id-blocked" >/dev/null
