@@ -70,41 +70,6 @@ pub fn byte_size(value: &Value, key: &str) -> Result<u64> {
     let text = found
         .as_str()
         .ok_or_else(|| Malformed(format!("`{key}` is not a size: {found}")))?;
-    parse_size(text).ok_or_else(|| Malformed(format!("`{key}` is not a size: {text:?}")))
-}
-
-pub(super) fn parse_size(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let split = text
-        .find(|character: char| !(character.is_ascii_digit() || character == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let unit: u128 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1_000,
-        "kib" => 1 << 10,
-        "mb" => 1_000_000,
-        "mib" => 1 << 20,
-        "gb" => 1_000_000_000,
-        "gib" => 1 << 30,
-        "tb" => 1_000_000_000_000,
-        "tib" => 1 << 40,
-        "pb" => 1_000_000_000_000_000,
-        "pib" => 1 << 50,
-        "eb" => 1_000_000_000_000_000_000,
-        "eib" => 1 << 60,
-        _ => return None,
-    };
-    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-    if whole.is_empty() || fraction.len() > 18 {
-        return None;
-    }
-    let whole: u128 = whole.parse().ok()?;
-    let scale = 10u128.pow(fraction.len() as u32);
-    let fraction: u128 = if fraction.is_empty() {
-        0
-    } else {
-        fraction.parse().ok()?
-    };
-    u64::try_from(whole.checked_mul(unit)? + fraction * unit / scale).ok()
+    rill_core::units::parse_size(text)
+        .map_err(|error| Malformed(format!("`{key}` is not a size: {error}")))
 }

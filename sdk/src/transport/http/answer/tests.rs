@@ -1,24 +1,4 @@
-use super::json::parse_size;
 use super::*;
-
-#[test]
-fn sizes_are_read_exactly() {
-    for (text, bytes) in [
-        ("0 B", 0),
-        ("1.234 KB", 1234),
-        ("123456.789 KB", 123_456_789),
-        ("1 KiB", 1024),
-        ("1.5 KiB", 1536),
-        ("34732 KiB", 34732 * 1024),
-        ("10 GB", 10_000_000_000),
-        ("7", 7),
-    ] {
-        assert_eq!(parse_size(text), Some(bytes), "{text}");
-    }
-    for text in ["", "KB", "1.2.3 KB", "1 parsec", "-1 B"] {
-        assert_eq!(parse_size(text), None, "{text}");
-    }
-}
 
 #[test]
 fn polled_ids_keep_all_128_bits() {
