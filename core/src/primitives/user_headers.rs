@@ -12,6 +12,12 @@ use bytes::BufMut;
 /// The largest user-header blob a message may carry.
 pub const MAX_USER_HEADERS_BYTES: usize = 100_000;
 
+/// Upstream's names of the kinds, by wire number (1-based).
+const KIND_NAMES: [&str; 15] = [
+    "raw", "string", "bool", "int8", "int16", "int32", "int64", "int128", "uint8", "uint16",
+    "uint32", "uint64", "uint128", "float32", "float64",
+];
+
 /// A header field's kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
@@ -54,6 +60,17 @@ impl HeaderKind {
             15 => Float64,
             _ => return None,
         })
+    }
+
+    /// Upstream's name of the kind (its JSON and option catalog spelling): "raw", "uint32"...
+    pub fn name(self) -> &'static str {
+        KIND_NAMES[self as usize - 1]
+    }
+
+    /// The kind named `name` (see [`HeaderKind::name`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        let index = KIND_NAMES.iter().position(|known| *known == name)?;
+        HeaderKind::from_u8(index as u8 + 1)
     }
 
     /// The exact size a value of this kind must have, or `None` for variable-length kinds.
@@ -172,6 +189,16 @@ fn read_field(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn kind_names_round_trip() {
+        for code in 1..=15u8 {
+            let kind = HeaderKind::from_u8(code).unwrap();
+            assert_eq!(HeaderKind::from_name(kind.name()), Some(kind));
+        }
+        assert_eq!(HeaderKind::Uint32.name(), "uint32");
+        assert_eq!(HeaderKind::from_name("uint31"), None);
+    }
     use super::*;
 
     #[test]

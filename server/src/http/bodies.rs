@@ -5,7 +5,7 @@
 //! upstream's error body naming what is wrong (upstream answers 400 or 422 in plain text).
 
 use super::reply::Reply;
-use super::views::{HEADER_KINDS, PermissionsView};
+use super::views::PermissionsView;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
@@ -412,16 +412,12 @@ impl MessageBody {
 }
 
 fn header_field(field: HeaderFieldBody, code: ErrorCode) -> Result<HeaderField, Reply> {
-    let kind = HEADER_KINDS
-        .iter()
-        .position(|kind| *kind == field.kind)
-        .and_then(|index| HeaderKind::from_u8(index as u8 + 1))
-        .ok_or_else(|| {
-            bad(
-                ErrorCode::InvalidHeaderKind,
-                format!("unknown header kind {:?}", field.kind),
-            )
-        })?;
+    let kind = HeaderKind::from_name(&field.kind).ok_or_else(|| {
+        bad(
+            ErrorCode::InvalidHeaderKind,
+            format!("unknown header kind {:?}", field.kind),
+        )
+    })?;
     let value = STANDARD
         .decode(field.value.as_bytes())
         .map_err(|error| bad(code, format!("header value is not base64: {error}")))?;

@@ -186,8 +186,8 @@ fn send_body(send: &rill_core::message::SendMessages) -> Result<Value, ErrorCode
                 .iter()
                 .map(|(key, value)| {
                     json!({
-                        "key": {"kind": header_kind(key.kind), "value": STANDARD.encode(&key.value)},
-                        "value": {"kind": header_kind(value.kind), "value": STANDARD.encode(&value.value)},
+                        "key": {"kind": key.kind.name(), "value": STANDARD.encode(&key.value)},
+                        "value": {"kind": value.kind.name(), "value": STANDARD.encode(&value.value)},
                     })
                 })
                 .collect();
@@ -198,16 +198,6 @@ fn send_body(send: &rill_core::message::SendMessages) -> Result<Value, ErrorCode
         "partitioning": {"kind": kind, "value": STANDARD.encode(value)},
         "messages": messages,
     }))
-}
-
-/// Upstream's names of the header kinds, by their wire number (1-based).
-pub const HEADER_KINDS: [&str; 15] = [
-    "raw", "string", "bool", "int8", "int16", "int32", "int64", "int128", "uint8", "uint16",
-    "uint32", "uint64", "uint128", "float32", "float64",
-];
-
-fn header_kind(kind: user_headers::HeaderKind) -> &'static str {
-    HEADER_KINDS[usize::from(kind as u8) - 1]
 }
 
 fn polling_kind(kind: PollingKind) -> &'static str {

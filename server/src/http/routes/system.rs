@@ -129,7 +129,7 @@ pub fn options(scope: &str) -> Result<Reply, Reply> {
         .map(|spec| {
             serde_json::json!({
                 "key": spec.key,
-                "kind": views::HEADER_KINDS[usize::from(spec.kind as u8) - 1],
+                "kind": spec.kind.name(),
                 "default_value": spec.default,
                 "description": spec.description,
             })

@@ -46,18 +46,9 @@ pub struct HeaderField {
     pub value: String,
 }
 
-/// upstream's names of the header kinds, by their wire number.
-pub const HEADER_KINDS: [&str; 15] = [
-    "raw", "string", "bool", "int8", "int16", "int32", "int64", "int128", "uint8", "uint16",
-    "uint32", "uint64", "uint128", "float32", "float64",
-];
-
 fn header_field(field: &rill_core::primitives::user_headers::HeaderField) -> HeaderField {
     HeaderField {
-        kind: HEADER_KINDS
-            .get(usize::from(field.kind as u8).wrapping_sub(1))
-            .copied()
-            .unwrap_or("raw"),
+        kind: field.kind.name(),
         value: STANDARD.encode(&field.value),
     }
 }

@@ -9,7 +9,7 @@ mod messages;
 mod permissions;
 mod system;
 
-pub use messages::{HEADER_KINDS, Message, Polled};
+pub use messages::{Message, Polled};
 pub use permissions::PermissionsView;
 pub use system::{Client, ClientWithGroups, Cluster, StatsView};
 

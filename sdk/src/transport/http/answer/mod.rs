@@ -4,7 +4,7 @@
 //! Sizes arrive as upstream's strings ("1.234 KB", "34732 KiB") or as numbers; ids of messages
 //! as numbers up to u128; payloads and header values in base64.
 
-use super::route::{Answer, HEADER_KINDS};
+use super::route::Answer;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::BufMut;
@@ -159,10 +159,7 @@ fn permissions(value: &Value) -> Result<Permissions> {
 
 fn header_field(value: &Value) -> Result<user_headers::HeaderField> {
     let kind = str_of(value, "kind")?;
-    let kind = HEADER_KINDS
-        .iter()
-        .position(|name| *name == kind)
-        .and_then(|index| user_headers::HeaderKind::from_u8(index as u8 + 1))
+    let kind = user_headers::HeaderKind::from_name(kind)
         .ok_or_else(|| Malformed(format!("unknown header kind {kind:?}")))?;
     let bytes = STANDARD
         .decode(str_of(value, "value")?)
