@@ -101,3 +101,27 @@ pub fn python() -> PathBuf {
     }
     python
 }
+
+/// Runs `integration/python/<script>` with [`python`] and returns its stdout, trimmed
+/// (the script's result); any failure panics with the exit status, stderr, stdout and what
+/// `context` gives then (say, the server's log tail). The status and stdout are in the message because one CI run
+/// saw a failure with an empty stderr.
+pub fn run_python(script: &str, args: &[&str], context: impl FnOnce() -> String) -> Vec<u8> {
+    let path = crate::binary::workspace_root()
+        .join("integration/python")
+        .join(script);
+    let output = Command::new(python())
+        .arg(&path)
+        .args(args)
+        .output()
+        .unwrap_or_else(|error| panic!("run {}: {error}", path.display()));
+    assert!(
+        output.status.success(),
+        "apache-iggy 0.9.0 ({script}) failed ({}):\nstderr: {}\nstdout: {}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout),
+        context()
+    );
+    output.stdout.trim_ascii().to_vec()
+}

@@ -210,25 +210,13 @@ async fn the_official_cli_over_http() {
 async fn the_python_0_9_client_over_http() {
     let server = http_server();
     let address = server.http_address().expect("HTTP API listening");
-    let script =
-        rill_integration::binary::workspace_root().join("integration/python/v09_http_client.py");
     // The server is another process: blocking this test's thread on the script is harmless.
-    let output = std::process::Command::new(rill_integration::sdk_v011::python())
-        .arg(&script)
-        .arg(address.to_string())
-        .arg("pyh")
-        .output()
-        .expect("run the Python client");
-    assert!(
-        output.status.success(),
-        "apache-iggy 0.9.0 over HTTP failed ({}):\nstderr: {}\nstdout: {}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr),
-        String::from_utf8_lossy(&output.stdout),
-        server.log_tail()
+    let result = rill_integration::sdk_v011::run_python(
+        "v09_http_client.py",
+        &[&address.to_string(), "pyh"],
+        || server.log_tail(),
     );
-    let seen: serde_json::Value =
-        serde_json::from_slice(output.stdout.trim_ascii()).expect("the script's JSON line");
+    let seen: serde_json::Value = serde_json::from_slice(&result).expect("the script's JSON line");
     assert_eq!(seen["partitions"], 2);
     assert_eq!(
         seen["polled"],

@@ -371,26 +371,10 @@ async fn the_0_11_sdk_works_over_tls_and_quic() {
 #[tokio::test]
 async fn the_python_0_9_client_works_and_its_messages_read_back_over_0_8() {
     let server = TestServer::start_default();
-    let script =
-        rill_integration::binary::workspace_root().join("integration/python/v09_client.py");
     // The server is another process: blocking this test's thread on the script is harmless.
-    let output = std::process::Command::new(sdk_v011::python())
-        .arg(&script)
-        .arg(server.address().to_string())
-        .arg("py")
-        .output()
-        .expect("run the Python client");
-    // The exit status and stdout too: one CI run saw a failure with an empty stderr.
-    assert!(
-        output.status.success(),
-        "apache-iggy 0.9.0 failed ({}):\nstderr: {}\nstdout: {}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr),
-        String::from_utf8_lossy(&output.stdout),
-        server.log_tail()
-    );
-    let seen: serde_json::Value =
-        serde_json::from_slice(output.stdout.trim_ascii()).expect("the script's JSON line");
+    let address = server.address().to_string();
+    let result = sdk_v011::run_python("v09_client.py", &[&address, "py"], || server.log_tail());
+    let seen: serde_json::Value = serde_json::from_slice(&result).expect("the script's JSON line");
     assert_eq!(seen["partitions"], 2);
     assert_eq!(
         seen["polled"],
