@@ -35,6 +35,23 @@ fn bearer(token: &str) -> String {
     format!("Authorization: Bearer {token}\r\n")
 }
 
+/// A `POST /streams` with the token and JSON type, then `rest` as written (the rest of the head
+/// and the body): for requests no client sends, a lying length or a body that stops. Read until
+/// the server closes.
+fn raw_post(address: SocketAddr, token: &str, rest: &str) -> HttpResponse {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "POST /streams HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{}{JSON}{rest}",
+        bearer(token)
+    )
+    .unwrap();
+    read_response(&mut stream, "POST", "/streams")
+}
+
 fn error_id(response: &HttpResponse) -> u64 {
     let body: serde_json::Value = serde_json::from_str(&response.body)
         .unwrap_or_else(|error| panic!("error body {:?}: {error}", response.body));
@@ -129,46 +146,19 @@ fn bodies_are_bounded_in_size_and_time_and_connections_in_number() {
     let token = login(address);
 
     // A declared body over the limit is refused before it is sent.
-    let mut stream = TcpStream::connect(address).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    write!(
-        stream,
-        "POST /streams HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{}{JSON}Content-Length: 5000000\r\n\r\n",
-        bearer(&token)
-    )
-    .unwrap();
-    let refused = read_response(&mut stream, "POST", "/streams");
+    let refused = raw_post(address, &token, "Content-Length: 5000000\r\n\r\n");
     assert_eq!(refused.status, 413);
     // A chunked body that grows past the limit is cut off too.
     let chunk = "x".repeat(1500);
-    let mut stream = TcpStream::connect(address).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    write!(
-        stream,
-        "POST /streams HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{}{JSON}Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{chunk}\r\n0\r\n\r\n",
-        bearer(&token),
+    let rest = format!(
+        "Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{chunk}\r\n0\r\n\r\n",
         chunk.len()
-    )
-    .unwrap();
-    assert_eq!(read_response(&mut stream, "POST", "/streams").status, 413);
+    );
+    assert_eq!(raw_post(address, &token, &rest).status, 413);
 
     // A body that stops arriving is answered 408 after the deadline.
     let started = Instant::now();
-    let mut stream = TcpStream::connect(address).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    write!(
-        stream,
-        "POST /streams HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{}{JSON}Content-Length: 100\r\n\r\n{{\"na",
-        bearer(&token)
-    )
-    .unwrap();
-    let late = read_response(&mut stream, "POST", "/streams");
+    let late = raw_post(address, &token, "Content-Length: 100\r\n\r\n{\"na");
     assert_eq!(late.status, 408);
     assert!(
         started.elapsed() < Duration::from_secs(5),
@@ -213,17 +203,7 @@ fn large_bodies_share_the_in_flight_budget_of_binary_clients() {
     .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     // ...so another 500 KB body does not fit: 503, before it is read.
-    let mut stream = TcpStream::connect(address).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    write!(
-        stream,
-        "POST /streams HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{}{JSON}Content-Length: 500000\r\n\r\n",
-        bearer(&token)
-    )
-    .unwrap();
-    let refused = read_response(&mut stream, "POST", "/streams");
+    let refused = raw_post(address, &token, "Content-Length: 500000\r\n\r\n");
     assert_eq!(refused.status, 503, "{}", refused.body);
     // Once the first connection is gone, its share is back.
     drop(slow);
