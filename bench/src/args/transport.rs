@@ -33,19 +33,9 @@ pub struct TcpArgs {
     /// Accepted for compatibility: TCP_NODELAY is always set (each frame leaves in one write)
     #[arg(long)]
     pub nodelay: bool,
-    /// TLS over TCP (the server needs [tcp.tls] enabled)
-    #[arg(long)]
-    pub tls: bool,
-    /// Name to verify the certificate against (default: the host of --server-address)
-    #[arg(long, requires = "tls")]
-    pub tls_domain: Option<String>,
-    /// Validate the server's certificate (off by default, as upstream's iggy-bench: servers
-    /// use a self-signed certificate unless configured otherwise)
-    #[arg(long, requires = "tls")]
-    pub tls_validate_certificate: bool,
-    /// PEM file of CA certificates (or the server's own certificate) to trust when validating
-    #[arg(long, requires = "tls_validate_certificate")]
-    pub tls_ca_file: Option<String>,
+    // TLS over TCP: the server needs [tcp.tls].
+    #[command(flatten)]
+    pub tls: TlsArgs,
     #[command(subcommand)]
     pub output: Option<OutputCommand>,
 }
@@ -55,18 +45,9 @@ pub struct WebSocketArgs {
     /// Address of the server's WebSocket listener
     #[arg(long, default_value = DEFAULT_WEBSOCKET_ADDRESS)]
     pub server_address: String,
-    /// wss: TLS to the WebSocket listener (the server needs [websocket.tls] enabled)
-    #[arg(long)]
-    pub tls: bool,
-    /// Name to verify the certificate against (default: the host of --server-address)
-    #[arg(long, requires = "tls")]
-    pub tls_domain: Option<String>,
-    /// Validate the server's certificate (off by default, as upstream's WebSocket client)
-    #[arg(long, requires = "tls")]
-    pub tls_validate_certificate: bool,
-    /// PEM file of CA certificates (or the server's own certificate) to trust when validating
-    #[arg(long, requires = "tls_validate_certificate")]
-    pub tls_ca_file: Option<String>,
+    // wss: the server needs [websocket.tls].
+    #[command(flatten)]
+    pub tls: TlsArgs,
     #[command(subcommand)]
     pub output: Option<OutputCommand>,
 }
@@ -103,20 +84,40 @@ pub struct HttpArgs {
     /// Address of the server's HTTP API
     #[arg(long, default_value = DEFAULT_HTTP_ADDRESS)]
     pub server_address: String,
-    /// HTTPS (the server needs [http.tls] enabled)
+    // HTTPS: the server needs [http.tls].
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    #[command(subcommand)]
+    pub output: Option<OutputCommand>,
+}
+
+/// TLS to the server (`--tls` and its options), the same for `tcp`, `ws` and `http`.
+#[derive(Args, Debug, Clone)]
+pub struct TlsArgs {
+    /// TLS to the server (the server needs [tcp.tls], [websocket.tls] or [http.tls] enabled)
     #[arg(long)]
     pub tls: bool,
     /// Name to verify the certificate against (default: the host of --server-address)
     #[arg(long, requires = "tls")]
     pub tls_domain: Option<String>,
-    /// Validate the server's certificate (off by default, as the other transports here)
+    /// Validate the server's certificate (off by default, as upstream's iggy-bench and
+    /// WebSocket client: servers use a self-signed certificate unless configured otherwise)
     #[arg(long, requires = "tls")]
     pub tls_validate_certificate: bool,
     /// PEM file of CA certificates (or the server's own certificate) to trust when validating
     #[arg(long, requires = "tls_validate_certificate")]
     pub tls_ca_file: Option<String>,
-    #[command(subcommand)]
-    pub output: Option<OutputCommand>,
+}
+
+impl TlsArgs {
+    /// The TLS options asked for, if `--tls`.
+    pub fn options(&self) -> Option<TlsOptions> {
+        self.tls.then(|| TlsOptions {
+            domain: self.tls_domain.clone(),
+            ca_file: self.tls_ca_file.clone(),
+            validate_certificate: self.tls_validate_certificate,
+        })
+    }
 }
 
 #[derive(Subcommand, Debug, Clone)]
@@ -145,11 +146,7 @@ impl TransportCommand {
             TransportCommand::Tcp(args) => TransportChoice {
                 transport: Transport::Tcp,
                 address: args.server_address.clone(),
-                tls: args.tls.then(|| TlsOptions {
-                    domain: args.tls_domain.clone(),
-                    ca_file: args.tls_ca_file.clone(),
-                    validate_certificate: args.tls_validate_certificate,
-                }),
+                tls: args.tls.options(),
                 quic: QuicOptions::default(),
                 output: output(&args.output),
             },
@@ -170,22 +167,14 @@ impl TransportCommand {
             TransportCommand::Http(args) => TransportChoice {
                 transport: Transport::Http,
                 address: args.server_address.clone(),
-                tls: args.tls.then(|| TlsOptions {
-                    domain: args.tls_domain.clone(),
-                    ca_file: args.tls_ca_file.clone(),
-                    validate_certificate: args.tls_validate_certificate,
-                }),
+                tls: args.tls.options(),
                 quic: QuicOptions::default(),
                 output: output(&args.output),
             },
             TransportCommand::WebSocket(args) => TransportChoice {
                 transport: Transport::WebSocket,
                 address: args.server_address.clone(),
-                tls: args.tls.then(|| TlsOptions {
-                    domain: args.tls_domain.clone(),
-                    ca_file: args.tls_ca_file.clone(),
-                    validate_certificate: args.tls_validate_certificate,
-                }),
+                tls: args.tls.options(),
                 quic: QuicOptions::default(),
                 output: output(&args.output),
             },
