@@ -2,9 +2,11 @@
 //! (`2GB`, `1GiB`), durations (`10s`, `500ms`), numbers or ranges (`1000`, `100..1000`), and UTC
 //! timestamps for results directories.
 //!
-//! Units follow upstream `iggy-bench`: `KB`/`MB`/`GB` are powers of 1000, `KiB`/`MiB`/`GiB`
-//! powers of 1024. Throughput is reported in MB/s = 1 000 000 bytes per second, as upstream does.
+//! Sizes and durations are read and printed by `rill_core::units`, as everywhere in rill. Units
+//! follow upstream `iggy-bench`: `KB`/`MB`/`GB` are powers of 1000, `KiB`/`MiB`/`GiB` powers of
+//! 1024. Throughput is reported in MB/s = 1 000 000 bytes per second, as upstream does.
 
+use rill_core::units;
 use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -22,90 +24,22 @@ impl FromStr for ByteSize {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let text = text.trim();
-        let split = text
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(text.len());
-        let (number, unit) = text.split_at(split);
-        let number: f64 = number
-            .parse()
-            .map_err(|_| format!("'{text}' is not a size such as 1000, 500KB, 2GB or 1GiB"))?;
-        let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-            "" | "b" => 1,
-            "kb" | "k" => 1_000,
-            "mb" | "m" => 1_000_000,
-            "gb" | "g" => 1_000_000_000,
-            "tb" | "t" => 1_000_000_000_000,
-            "kib" => 1 << 10,
-            "mib" => 1 << 20,
-            "gib" => 1 << 30,
-            "tib" => 1 << 40,
-            other => return Err(format!("unknown size unit '{other}' in '{text}'")),
-        };
-        let bytes = number * multiplier as f64;
-        if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
-            return Err(format!("size '{text}' is out of range"));
-        }
-        Ok(ByteSize(bytes.round() as u64))
+        units::parse_size(text).map(ByteSize)
     }
 }
 
 impl fmt::Display for ByteSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let bytes = self.0;
-        for (unit, size) in [
-            ("TB", 1_000_000_000_000u64),
-            ("GB", 1_000_000_000),
-            ("MB", 1_000_000),
-            ("KB", 1_000),
-        ] {
-            if bytes >= size && bytes.is_multiple_of(size) {
-                return write!(f, "{}{unit}", bytes / size);
-            }
-        }
-        if bytes >= 1_000_000 {
-            return write!(f, "{:.2}MB", bytes as f64 / BYTES_PER_MEGABYTE);
-        }
-        write!(f, "{bytes}B")
+        f.write_str(&units::format_size_exact(self.0))
     }
 }
 
 /// Parses a duration such as `10s`, `500ms`, `2m`, `1h`, `250us` or a plain number of seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration such as 10s, 500ms or 2m"))?;
-    let seconds = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "s" | "sec" | "secs" => number,
-        "ms" => number / 1e3,
-        "us" | "µs" => number / 1e6,
-        "ns" => number / 1e9,
-        "m" | "min" | "mins" => number * 60.0,
-        "h" | "hour" | "hours" => number * 3600.0,
-        other => return Err(format!("unknown duration unit '{other}' in '{text}'")),
-    };
-    if !seconds.is_finite() || seconds < 0.0 {
-        return Err(format!("duration '{text}' is out of range"));
-    }
-    Ok(Duration::from_secs_f64(seconds))
+    units::parse_duration(text)
 }
 
-/// Prints a duration the way [`parse_duration`] reads it.
-pub fn format_duration(duration: Duration) -> String {
-    let ms = duration.as_millis();
-    if ms == 0 {
-        format!("{}us", duration.as_micros())
-    } else if ms.is_multiple_of(1000) {
-        format!("{}s", ms / 1000)
-    } else {
-        format!("{ms}ms")
-    }
-}
+pub use units::format_duration;
 
 /// A value or an inclusive range `min..max`, as upstream's `-m 100..1000`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -243,7 +177,10 @@ mod tests {
         assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
         assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
         assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("5 days").is_err());
+        assert_eq!(
+            parse_duration("5 days"),
+            Ok(Duration::from_secs(5 * 86_400))
+        );
         assert_eq!(format_duration(Duration::from_secs(10)), "10s");
         assert_eq!(format_duration(Duration::from_millis(10)), "10ms");
         assert_eq!(format_duration(Duration::from_micros(5)), "5us");

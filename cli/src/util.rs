@@ -1,6 +1,7 @@
 //! Parsing and formatting helpers: human durations and sizes, timestamps, permissions.
 
 use crate::error::CliError;
+use rill_core::units;
 use rill_sdk::types::{GlobalPermissions, Permissions, StreamPermissions, TopicPermissions};
 use std::time::Duration;
 
@@ -12,9 +13,9 @@ pub fn parse_expiry(words: &[String], default_when_empty: u64) -> Result<u64, Cl
         "" => Ok(default_when_empty),
         "server_default" | "default" => Ok(0),
         "unlimited" | "never_expire" | "none" | "never" => Ok(u64::MAX),
-        _ => humantime::parse_duration(text)
+        _ => units::parse_duration(text)
             .map(|duration| duration.as_micros().min(u64::MAX as u128 - 1) as u64)
-            .map_err(|error| CliError::usage(format!("invalid expiry '{text}': {error}"))),
+            .map_err(|error| CliError::usage(format!("invalid expiry: {error}"))),
     }
 }
 
@@ -26,26 +27,7 @@ pub fn parse_size(text: &str) -> Result<u64, CliError> {
         "unlimited" | "none" => return Ok(u64::MAX),
         _ => {}
     }
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| CliError::usage(format!("invalid size '{text}'")))?;
-    let multiplier: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "kb" => 1e3,
-        "mb" => 1e6,
-        "gb" => 1e9,
-        "tb" => 1e12,
-        "kib" => 1024.0,
-        "mib" => 1024.0 * 1024.0,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
-        other => return Err(CliError::usage(format!("invalid size unit '{other}'"))),
-    };
-    Ok((number * multiplier) as u64)
+    units::parse_size(text).map_err(|error| CliError::usage(format!("invalid size: {error}")))
 }
 
 /// `1.50 KB`-style sizes (decimal units, as the official CLI prints them).
@@ -53,20 +35,7 @@ pub fn format_size(bytes: u64) -> String {
     if bytes == u64::MAX {
         return "unlimited".to_owned();
     }
-    const UNITS: [&str; 5] = ["KB", "MB", "GB", "TB", "PB"];
-    if bytes < 1000 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64;
-    let mut unit = "B";
-    for candidate in UNITS {
-        if value < 1000.0 {
-            break;
-        }
-        value /= 1000.0;
-        unit = candidate;
-    }
-    format!("{value:.2} {unit}")
+    units::format_size(bytes)
 }
 
 /// Expiry for display.
@@ -74,7 +43,7 @@ pub fn format_expiry(micros: u64) -> String {
     match micros {
         0 => "server_default".to_owned(),
         u64::MAX => "unlimited".to_owned(),
-        _ => humantime::format_duration(Duration::from_micros(micros)).to_string(),
+        _ => units::format_duration(Duration::from_micros(micros)),
     }
 }
 

@@ -244,7 +244,7 @@ pub(super) async fn poll_command(
     } else {
         PollingStrategy::next()
     };
-    let interval = humantime::parse_duration(&args.follow_interval)
+    let interval = rill_core::units::parse_duration(&args.follow_interval)
         .map_err(|e| CliError::usage(format!("invalid --follow-interval: {e}")))?;
     printer.info(format!(
         "Executing poll messages from topic ID: {} and stream with ID: {}",

@@ -14,7 +14,7 @@ pub(super) fn id(text: &str) -> Result<Identifier, CliError> {
 
 pub(super) fn parse_interval(flag: &str, value: Option<&String>) -> Result<Duration, CliError> {
     let value = value.map_or("1s", |v| v.as_str());
-    humantime::parse_duration(value.trim_matches('"'))
+    rill_core::units::parse_duration(value.trim_matches('"'))
         .map_err(|e| CliError::usage(format!("invalid --{flag}: {e}")))
 }
 

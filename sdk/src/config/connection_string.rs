@@ -259,22 +259,10 @@ pub(super) fn parse_bool(value: &str) -> Option<bool> {
     }
 }
 
-/// Parses `250ms`, `5s`, `2m`, `1h`, `1500us` or a bare number of milliseconds.
+/// Parses `250ms`, `5s`, `2m`, `1h 30m`, `1500us` (humantime's grammar, through
+/// `rill_core::units`) or a bare number of milliseconds.
 pub fn parse_duration(value: &str) -> Option<Duration> {
-    let value = value.trim();
-    let split = value
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(value.len());
-    let (number, unit) = value.split_at(split);
-    let number: u64 = number.parse().ok()?;
-    Some(match unit {
-        "" | "ms" => Duration::from_millis(number),
-        "us" => Duration::from_micros(number),
-        "s" => Duration::from_secs(number),
-        "m" | "min" => Duration::from_secs(number.checked_mul(60)?),
-        "h" => Duration::from_secs(number.checked_mul(3600)?),
-        _ => return None,
-    })
+    rill_core::units::parse_duration_or(value, Duration::from_millis(1)).ok()
 }
 
 /// Decodes `%XX` escapes so passwords may contain `@`, `:` or `/`.
