@@ -1,6 +1,6 @@
 //! `iggy ping`, `me`, `stats`, `snapshot`, `client`, `cluster`.
 
-use super::views::{client_json, transport_name, user_id_text, user_id_value};
+use super::views::{client_json, user_id_text, user_id_value};
 use crate::args::*;
 use crate::error::CliError;
 use crate::output::Printer;
@@ -48,7 +48,7 @@ pub(super) async fn me_command(printer: &Printer, client: &Client) -> Result<(),
         ("Client ID", me.client_id.to_string()),
         ("User ID", user_id_text(me.user_id)),
         ("Address", me.address.clone()),
-        ("Transport", transport_name(me.transport).to_owned()),
+        ("Transport", me.transport.name().to_owned()),
     ];
     let groups: Vec<String> = me
         .consumer_groups
@@ -59,7 +59,7 @@ pub(super) async fn me_command(printer: &Printer, client: &Client) -> Result<(),
         rows.push(("Consumer groups (stream/topic/group)", groups.join(", ")));
     }
     printer.properties(rows, json!({"client_id": me.client_id, "user_id": user_id_value(me.user_id), "address": me.address,
-        "transport": transport_name(me.transport), "consumer_groups": me.consumer_groups.iter().map(|g|
+        "transport": me.transport.name(), "consumer_groups": me.consumer_groups.iter().map(|g|
         json!({"stream_id": g.stream_id, "topic_id": g.topic_id, "group_id": g.group_id})).collect::<Vec<_>>()}));
     Ok(())
 }
@@ -84,10 +84,10 @@ pub(super) async fn client_command(
                 .collect();
             printer.properties(
                 vec![("Client ID", details.client_id.to_string()), ("User ID", user_id_text(details.user_id)),
-                    ("Address", details.address.clone()), ("Transport", transport_name(details.transport).to_owned()),
+                    ("Address", details.address.clone()), ("Transport", details.transport.name().to_owned()),
                     ("Consumer Groups Count", details.consumer_groups.len().to_string()), ("Consumer Groups", groups.join(", "))],
                 json!({"client_id": details.client_id, "user_id": user_id_value(details.user_id), "address": details.address,
-                    "transport": transport_name(details.transport), "consumer_groups": details.consumer_groups.iter().map(|g|
+                    "transport": details.transport.name(), "consumer_groups": details.consumer_groups.iter().map(|g|
                     json!({"stream_id": g.stream_id, "topic_id": g.topic_id, "group_id": g.group_id})).collect::<Vec<_>>()}),
             );
             Ok(())
@@ -104,7 +104,7 @@ pub(super) async fn client_command(
                         c.client_id.to_string(),
                         user_id_text(c.user_id),
                         c.address.clone(),
-                        transport_name(c.transport).to_owned(),
+                        c.transport.name().to_owned(),
                         c.consumer_groups_count.to_string(),
                     ]
                 })
@@ -197,7 +197,7 @@ pub(super) async fn stats_command(
         ("Available Memory (RAM)", format_size(s.available_memory)),
         (
             "Iggy Server Run Time",
-            humantime::format_duration(Duration::from_secs(s.run_time / 1_000_000)).to_string(),
+            rill_core::units::format_duration(Duration::from_secs(s.run_time / 1_000_000)),
         ),
         ("Start Time", format_timestamp(s.start_time)),
         ("Read Bytes", format_size(s.read_bytes)),

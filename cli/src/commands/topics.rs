@@ -1,7 +1,7 @@
 //! `iggy topic`, `iggy partition`, `iggy segment`.
 
 use super::values::{id, topic_options};
-use super::views::{TOPIC_HEADER, compression_name, partition_json, topic_json, topic_rows};
+use super::views::{TOPIC_HEADER, partition_json, topic_json, topic_rows};
 use crate::args::*;
 use crate::error::CliError;
 use crate::output::{Printer, table};
@@ -104,10 +104,7 @@ pub(super) async fn topic_command(
                     ("Topic size", format_size(t.size_bytes)),
                     ("Max topic size", format_size(t.max_topic_size)),
                     ("Message expiry", format_expiry(t.message_expiry)),
-                    (
-                        "Compression",
-                        compression_name(t.compression_algorithm).to_owned(),
-                    ),
+                    ("Compression", t.compression_algorithm.name().to_owned()),
                     ("Topic message count", t.messages_count.to_string()),
                     ("Partitions count", t.partitions_count.to_string()),
                     ("Replication factor", t.replication_factor.to_string()),

@@ -2,7 +2,7 @@
 
 use super::session::{Settings, read_secret};
 use super::values::{id, user_status};
-use super::views::{permissions_json, status_name, user_json};
+use super::views::{permissions_json, user_json};
 use crate::args::*;
 use crate::context::Home;
 use crate::error::CliError;
@@ -145,7 +145,7 @@ pub(super) async fn user_command(
             let mut rows = vec![
                 ("User ID", u.id.to_string()),
                 ("Created", format_timestamp(u.created_at)),
-                ("Status", status_name(u.status).to_owned()),
+                ("Status", u.status.name().to_owned()),
                 ("Username", u.username.to_string()),
             ];
             if let Some(permissions) = &user.permissions {
@@ -182,7 +182,7 @@ pub(super) async fn user_command(
                     vec![
                         u.id.to_string(),
                         format_timestamp(u.created_at),
-                        status_name(u.status).to_owned(),
+                        u.status.name().to_owned(),
                         u.username.to_string(),
                     ]
                 })
@@ -208,14 +208,14 @@ pub(super) async fn user_command(
         UserAction::Status { user_id, status } => {
             printer.info(format!(
                 "Executing update user with ID: {user_id} with status: {}",
-                status_name(user_status(status))
+                user_status(status).name()
             ));
             client
                 .update_user(id(&user_id)?, None, Some(user_status(status)))
                 .await?;
             printer.info(format!(
                 "User with ID: {user_id} updated with status: {}",
-                status_name(user_status(status))
+                user_status(status).name()
             ));
         }
         UserAction::Password {

@@ -12,7 +12,7 @@ pub(super) fn stream_json(stream: &StreamInfo) -> Value {
 pub(super) fn topic_json(topic: &TopicInfo) -> Value {
     json!({"id": topic.id, "name": topic.name.as_str(), "created_at": topic.created_at,
         "partitions_count": topic.partitions_count, "message_expiry": topic.message_expiry,
-        "compression_algorithm": compression_name(topic.compression_algorithm),
+        "compression_algorithm": topic.compression_algorithm.name(),
         "max_topic_size": topic.max_topic_size, "replication_factor": topic.replication_factor,
         "size_bytes": topic.size_bytes, "messages_count": topic.messages_count})
 }
@@ -27,11 +27,11 @@ pub(super) fn group_json(group: &ConsumerGroupInfo) -> Value {
 }
 
 pub(super) fn user_json(user: &UserInfo) -> Value {
-    json!({"id": user.id, "username": user.username.as_str(), "created_at": user.created_at, "status": status_name(user.status)})
+    json!({"id": user.id, "username": user.username.as_str(), "created_at": user.created_at, "status": user.status.name()})
 }
 
 pub(super) fn client_json(client: &ClientInfo) -> Value {
-    json!({"client_id": client.client_id, "user_id": user_id_value(client.user_id), "transport": transport_name(client.transport),
+    json!({"client_id": client.client_id, "user_id": user_id_value(client.user_id), "transport": client.transport.name(),
         "address": client.address, "consumer_groups_count": client.consumer_groups_count})
 }
 
@@ -52,29 +52,6 @@ pub(super) fn permissions_json(permissions: &Option<Permissions>) -> Value {
                 "read_topic": t.read_topic, "poll_messages": t.poll_messages, "send_messages": t.send_messages})).collect::<Vec<_>>()
         })).collect::<Vec<_>>()
     })
-}
-
-pub(super) fn compression_name(algorithm: CompressionAlgorithm) -> &'static str {
-    match algorithm {
-        CompressionAlgorithm::None => "none",
-        CompressionAlgorithm::Gzip => "gzip",
-    }
-}
-
-pub(super) fn status_name(status: UserStatus) -> &'static str {
-    match status {
-        UserStatus::Active => "active",
-        UserStatus::Inactive => "inactive",
-    }
-}
-
-pub(super) fn transport_name(transport: Transport) -> &'static str {
-    match transport {
-        Transport::Tcp => "TCP",
-        Transport::Quic => "QUIC",
-        Transport::Http => "HTTP",
-        Transport::WebSocket => "WebSocket",
-    }
 }
 
 pub(super) fn user_id_value(user_id: u32) -> Value {

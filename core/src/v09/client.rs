@@ -282,10 +282,7 @@ fn topic_options(
     max_topic_size: Option<u64>,
     out: &mut Vec<u8>,
 ) {
-    let compression = match compression {
-        CompressionAlgorithm::None => "none",
-        CompressionAlgorithm::Gzip => "gzip",
-    };
+    let compression = compression.name();
     let mut entries = vec![(
         "compression_algorithm",
         HeaderKind::String,

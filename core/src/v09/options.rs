@@ -189,11 +189,9 @@ pub fn topic_options(
                 options.compression = Some(match (entry.kind, entry.value.as_slice()) {
                     (HeaderKind::Uint8, [1]) => CompressionAlgorithm::None,
                     (HeaderKind::Uint8, [2]) => CompressionAlgorithm::Gzip,
-                    (HeaderKind::String, _) => match text(entry)?.to_ascii_lowercase().as_str() {
-                        "none" => CompressionAlgorithm::None,
-                        "gzip" => CompressionAlgorithm::Gzip,
-                        _ => return Err(invalid()),
-                    },
+                    (HeaderKind::String, _) => {
+                        CompressionAlgorithm::from_name(text(entry)?).ok_or_else(invalid)?
+                    }
                     _ => return Err(invalid()),
                 })
             }
@@ -366,10 +364,7 @@ pub fn derived_topic_options(
     message_expiry: u64,
     max_topic_size: u64,
 ) -> Vec<OptionEntry> {
-    let compression = match compression {
-        CompressionAlgorithm::None => "none",
-        CompressionAlgorithm::Gzip => "gzip",
-    };
+    let compression = compression.name();
     vec![
         OptionEntry {
             key: "compression_algorithm".into(),

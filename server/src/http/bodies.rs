@@ -52,25 +52,24 @@ pub fn name(text: String, code: ErrorCode) -> Result<Name, Reply> {
 }
 
 pub fn compression(text: Option<&str>) -> Result<CompressionAlgorithm, Reply> {
-    match text.map(str::to_ascii_lowercase).as_deref() {
-        None | Some("none") => Ok(CompressionAlgorithm::None),
-        Some("gzip") => Ok(CompressionAlgorithm::Gzip),
-        Some(other) => Err(bad(
-            ErrorCode::InvalidFormat,
-            format!("unknown compression algorithm {other:?}: none or gzip"),
-        )),
+    match text {
+        None => Ok(CompressionAlgorithm::None),
+        Some(text) => CompressionAlgorithm::from_name(text).ok_or_else(|| {
+            bad(
+                ErrorCode::InvalidFormat,
+                format!("unknown compression algorithm {text:?}: none or gzip"),
+            )
+        }),
     }
 }
 
 pub fn user_status(text: &str) -> Result<UserStatus, Reply> {
-    match text.to_ascii_lowercase().as_str() {
-        "active" => Ok(UserStatus::Active),
-        "inactive" => Ok(UserStatus::Inactive),
-        other => Err(bad(
+    UserStatus::from_name(text).ok_or_else(|| {
+        bad(
             ErrorCode::InvalidUserStatus,
-            format!("unknown user status {other:?}: active or inactive"),
-        )),
-    }
+            format!("unknown user status {text:?}: active or inactive"),
+        )
+    })
 }
 
 /// A consumer id as JSON carries it: a number, or a string that is a number or a name.

@@ -6,8 +6,7 @@ use base64::engine::general_purpose::STANDARD;
 use rill_core::ErrorCode;
 use rill_core::message::MessageIter;
 use rill_core::primitives::{
-    CompressionAlgorithm, ConsumerKind, Identifier, Partitioning, Permissions, PollingKind,
-    UserStatus, user_headers,
+    ConsumerKind, Identifier, Partitioning, Permissions, PollingKind, UserStatus, user_headers,
 };
 use rill_core::requests::Request;
 use serde_json::{Value, json};
@@ -96,20 +95,6 @@ fn encode(text: &str) -> String {
 
 fn topic_path(stream: &Identifier, topic: &Identifier) -> String {
     format!("/streams/{}/topics/{}", segment(stream), segment(topic))
-}
-
-fn compression(algorithm: CompressionAlgorithm) -> &'static str {
-    match algorithm {
-        CompressionAlgorithm::None => "none",
-        CompressionAlgorithm::Gzip => "gzip",
-    }
-}
-
-fn status(status: UserStatus) -> &'static str {
-    match status {
-        UserStatus::Active => "active",
-        UserStatus::Inactive => "inactive",
-    }
 }
 
 pub fn permissions(permissions: &Permissions) -> Value {
@@ -263,7 +248,7 @@ pub fn call(request: &Request) -> Result<Call, ErrorCode> {
         Request::CreateUser(create) => Call::new("POST", "/users".into(), A::User).body(json!({
             "username": create.username.as_str(),
             "password": create.password.0,
-            "status": status(create.status),
+            "status": create.status.name(),
             "permissions": create.permissions.as_ref().map(permissions),
         })),
         Request::DeleteUser(delete) => {
@@ -276,7 +261,7 @@ pub fn call(request: &Request) -> Result<Call, ErrorCode> {
         )
         .body(json!({
             "username": update.username.as_ref().map(|name| name.as_str()),
-            "status": update.status.map(status),
+            "status": update.status.map(UserStatus::name),
         })),
         Request::UpdatePermissions(update) => Call::new(
             "PUT",
@@ -443,7 +428,7 @@ pub fn call(request: &Request) -> Result<Call, ErrorCode> {
         )
         .body(json!({
             "partitions_count": create.partitions_count,
-            "compression_algorithm": compression(create.compression_algorithm),
+            "compression_algorithm": create.compression_algorithm.name(),
             "message_expiry": create.message_expiry,
             "max_topic_size": create.max_topic_size,
             "replication_factor": (create.replication_factor != 0).then_some(create.replication_factor),
@@ -460,7 +445,7 @@ pub fn call(request: &Request) -> Result<Call, ErrorCode> {
             A::Empty,
         )
         .body(json!({
-            "compression_algorithm": compression(update.compression_algorithm),
+            "compression_algorithm": update.compression_algorithm.name(),
             "message_expiry": update.message_expiry,
             "max_topic_size": update.max_topic_size,
             "replication_factor": (update.replication_factor != 0).then_some(update.replication_factor),

@@ -13,7 +13,6 @@ pub use messages::{Message, Polled};
 pub use permissions::PermissionsView;
 pub use system::{Client, ClientWithGroups, Cluster, StatsView};
 
-use rill_core::primitives::{CompressionAlgorithm, UserStatus};
 use rill_core::responses::{
     ConsumerGroupDetails, ConsumerGroupInfo, ConsumerOffsetInfo, PartitionInfo,
     PersonalAccessTokenInfo, StreamDetails, StreamInfo, TopicDetails, TopicInfo, UserDetails,
@@ -53,20 +52,6 @@ pub fn byte_size(bytes: u64) -> String {
         };
     }
     format!("{bytes} B")
-}
-
-fn compression(algorithm: CompressionAlgorithm) -> &'static str {
-    match algorithm {
-        CompressionAlgorithm::None => "none",
-        CompressionAlgorithm::Gzip => "gzip",
-    }
-}
-
-fn status(status: UserStatus) -> &'static str {
-    match status {
-        UserStatus::Active => "active",
-        UserStatus::Inactive => "inactive",
-    }
 }
 
 #[derive(Serialize)]
@@ -131,7 +116,7 @@ impl From<&TopicInfo> for Topic {
             name: topic.name.as_str().to_owned(),
             size: byte_size(topic.size_bytes),
             message_expiry: topic.message_expiry,
-            compression_algorithm: compression(topic.compression_algorithm),
+            compression_algorithm: topic.compression_algorithm.name(),
             max_topic_size: topic.max_topic_size,
             replication_factor: topic.replication_factor,
             messages_count: topic.messages_count,
@@ -263,7 +248,7 @@ impl From<&UserInfo> for User {
         User {
             id: user.id,
             created_at: user.created_at,
-            status: status(user.status),
+            status: user.status.name(),
             username: user.username.as_str().to_owned(),
         }
     }

@@ -1,19 +1,9 @@
 //! Clients, cluster metadata and stats as upstream's JSON has them.
 
 use super::byte_size;
-use rill_core::primitives::Transport;
 use rill_core::responses::{ClientDetails, ClientInfo, ClusterMetadata, Stats};
 use serde::Serialize;
 use std::collections::BTreeMap;
-
-fn transport(transport: Transport) -> &'static str {
-    match transport {
-        Transport::Tcp => "TCP",
-        Transport::Quic => "QUIC",
-        Transport::Http => "HTTP",
-        Transport::WebSocket => "WebSocket",
-    }
-}
 
 #[derive(Serialize)]
 pub struct Client {
@@ -30,7 +20,7 @@ impl From<&ClientInfo> for Client {
             client_id: client.client_id,
             user_id: (client.user_id != u32::MAX).then_some(client.user_id),
             address: client.address.clone(),
-            transport: transport(client.transport),
+            transport: client.transport.name(),
             consumer_groups_count: client.consumer_groups_count,
         }
     }
@@ -57,7 +47,7 @@ impl From<&ClientDetails> for ClientWithGroups {
                 client_id: details.client_id,
                 user_id: (details.user_id != u32::MAX).then_some(details.user_id),
                 address: details.address.clone(),
-                transport: transport(details.transport),
+                transport: details.transport.name(),
                 consumer_groups_count: details.consumer_groups.len() as u32,
             },
             consumer_groups: details

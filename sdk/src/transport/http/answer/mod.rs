@@ -31,20 +31,14 @@ mod system;
 pub use json::Malformed;
 
 fn compression(value: &Value) -> Result<CompressionAlgorithm> {
-    match str_of(value, "compression_algorithm")?
-        .to_ascii_lowercase()
-        .as_str()
-    {
-        "gzip" => Ok(CompressionAlgorithm::Gzip),
-        _ => Ok(CompressionAlgorithm::None),
-    }
+    Ok(
+        CompressionAlgorithm::from_name(str_of(value, "compression_algorithm")?)
+            .unwrap_or(CompressionAlgorithm::None),
+    )
 }
 
 fn user_status(value: &Value) -> Result<UserStatus> {
-    Ok(match str_of(value, "status")? {
-        "inactive" => UserStatus::Inactive,
-        _ => UserStatus::Active,
-    })
+    Ok(UserStatus::from_name(str_of(value, "status")?).unwrap_or(UserStatus::Active))
 }
 
 fn stream(value: &Value) -> Result<StreamInfo> {

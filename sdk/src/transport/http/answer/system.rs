@@ -6,14 +6,7 @@ use rill_core::responses::{CacheMetric, ClientInfo, ClusterMetadata, ClusterNode
 use serde_json::Value;
 
 fn transport(value: &Value) -> Result<Transport> {
-    Ok(
-        match str_of(value, "transport")?.to_ascii_lowercase().as_str() {
-            "quic" => Transport::Quic,
-            "http" => Transport::Http,
-            "websocket" => Transport::WebSocket,
-            _ => Transport::Tcp,
-        },
-    )
+    Ok(Transport::from_name(str_of(value, "transport")?).unwrap_or(Transport::Tcp))
 }
 
 fn client_user(value: &Value) -> u32 {
