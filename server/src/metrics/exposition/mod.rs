@@ -10,6 +10,7 @@ use super::MetricsSnapshot;
 use crate::shard::SharedState;
 use crate::shard::table::PartitionKey;
 
+mod encode;
 mod series;
 use prometheus_client::registry::Registry;
 use rill_core::responses::Stats;
