@@ -70,6 +70,26 @@ fn set_options(socket: &TcpSocket, options: &TcpSocketConfig) -> io::Result<()> 
 /// Accepts connections until shutdown, spawning one task per connection.
 pub async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
     let tls = shard.shared.tls.clone().map(TlsAcceptor::from);
+    accept_connections(&shard, &listener, "TCP", |stream, peer| {
+        let shard = shard.clone();
+        match &tls {
+            None => compio::runtime::spawn(serve_plain(shard, stream, peer)).detach(),
+            Some(tls) => {
+                compio::runtime::spawn(serve_tls(shard, tls.clone(), stream, peer)).detach()
+            }
+        }
+    })
+    .await;
+}
+
+/// The accept loop of the TCP-based listeners (plain, TLS, WebSocket): accepts until the shard
+/// shuts down, sets TCP_NODELAY as configured and hands each connection to `serve`.
+pub(super) async fn accept_connections(
+    shard: &Shard,
+    listener: &TcpListener,
+    listener_name: &'static str,
+    mut serve: impl FnMut(TcpStream, SocketAddr),
+) {
     loop {
         let accepted = {
             let shutdown = pin!(shard.shutdown_signal.recv_async());
@@ -86,24 +106,20 @@ pub async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
                 {
                     tracing::warn!(%peer, %error, "cannot set TCP_NODELAY");
                 }
-                match &tls {
-                    None => {
-                        compio::runtime::spawn(serve_plain(shard.clone(), stream, peer)).detach()
-                    }
-                    Some(tls) => {
-                        compio::runtime::spawn(serve_tls(shard.clone(), tls.clone(), stream, peer))
-                            .detach()
-                    }
-                }
+                serve(stream, peer);
             }
             Err(error) => {
                 // EMFILE and friends: back off briefly instead of spinning.
-                tracing::warn!(%error, "accept failed");
+                tracing::warn!(%error, listener = listener_name, "accept failed");
                 compio::time::sleep(Duration::from_millis(50)).await;
             }
         }
     }
-    tracing::debug!(shard = shard.id, "TCP listener stopped");
+    tracing::debug!(
+        shard = shard.id,
+        listener = listener_name,
+        "listener stopped"
+    );
 }
 
 /// Why a connection stops.

@@ -17,7 +17,7 @@ pub mod handshake;
 pub mod stream;
 
 use super::Registration;
-use super::tcp::{finish, serve_frames};
+use super::tcp::{accept_connections, finish, serve_frames};
 use crate::config::WebSocketConfig;
 use crate::shard::Shard;
 use compio::BufResult;
@@ -25,13 +25,11 @@ use compio::buf::IoBuf;
 use compio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use compio::net::{TcpListener, TcpStream};
 use compio_tls::TlsAcceptor;
-use futures_util::future::{Either, select};
 use rill_core::primitives::Transport;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::pin;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 pub use stream::WsStream;
 
 /// The decoder's limits and the buffer sizes `[websocket]` sets.
@@ -53,31 +51,10 @@ pub fn settings(config: &WebSocketConfig) -> (frame::Limits, stream::Buffers) {
 /// Accepts connections until shutdown, spawning one task per connection.
 pub async fn accept_loop(shard: Rc<Shard>, listener: TcpListener) {
     let tls = shard.shared.websocket_tls.clone().map(TlsAcceptor::from);
-    loop {
-        let accepted = {
-            let shutdown = pin!(shard.shutdown_signal.recv_async());
-            let accept = pin!(listener.accept());
-            match select(shutdown, accept).await {
-                Either::Left(_) => break,
-                Either::Right((accepted, _)) => accepted,
-            }
-        };
-        match accepted {
-            Ok((stream, peer)) => {
-                if shard.shared.config.tcp.nodelay
-                    && let Err(error) = stream.set_nodelay(true)
-                {
-                    tracing::warn!(%peer, %error, "cannot set TCP_NODELAY");
-                }
-                compio::runtime::spawn(serve(shard.clone(), tls.clone(), stream, peer)).detach();
-            }
-            Err(error) => {
-                tracing::warn!(%error, "WebSocket accept failed");
-                compio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
-    tracing::debug!(shard = shard.id, "WebSocket listener stopped");
+    accept_connections(&shard, &listener, "WebSocket", |stream, peer| {
+        compio::runtime::spawn(serve(shard.clone(), tls.clone(), stream, peer)).detach();
+    })
+    .await;
 }
 
 /// One connection: its slot, then the TLS and WebSocket handshakes, together bounded by
