@@ -41,7 +41,7 @@ const _: () = assert!(RESERVED + 8 == HEADER_SIZE);
 /// XXH3-64 (seed 0) over everything after the checksum field (protocol.md 6.2).
 pub fn checksum(message: &[u8]) -> u64 {
     debug_assert!(message.len() >= HEADER_SIZE);
-    xxhash_rust::xxh3::xxh3_64(&message[ID..])
+    crate::hash::xxh3_64(&message[ID..])
 }
 
 /// Writes the server-assigned fields into one message in place and recomputes its checksum.

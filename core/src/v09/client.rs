@@ -21,13 +21,13 @@ const REQUEST_OPERATION: usize = 176;
 const REQUEST_SESSION: usize = 184;
 use crate::codec::{Decode, Encode, Reader, put_str32};
 use crate::error::{DecodeError, ErrorCode};
+use crate::hash::xxh3_64;
 use crate::message::{MessageHeader, POLL_RESPONSE_HEADER_SIZE, checksum, encode_poll_header};
 use crate::primitives::user_headers::HeaderKind;
 use crate::primitives::{CompressionAlgorithm, Name};
 use crate::requests::Request;
 use crate::responses::{PartitionInfo, StreamInfo, TopicInfo, UserInfo};
 use bytes::BufMut;
-use xxhash_rust::xxh3::xxh3_64;
 
 /// A request ready for the wire: the 256-byte header and the body.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -190,7 +190,7 @@ impl RequestHeader {
     /// Checks a stamped request checksum against the body (status 4 when it differs).
     pub fn verify_body(&self, body: &[u8]) -> Result<(), DecodeError> {
         if self.request_checksum == 0
-            || self.request_checksum == u128::from(xxhash_rust::xxh3::xxh3_64(body))
+            || self.request_checksum == u128::from(crate::hash::xxh3_64(body))
         {
             Ok(())
         } else {

@@ -184,7 +184,7 @@ pub fn sync(
     let listed: Vec<u8> = partitions.iter().flat_map(|p| p.to_le_bytes()).collect();
     // Any value that changes with the assignment will do: the SDK only compares it with the
     // previous one to restart its round robin.
-    let generation = xxhash_rust::xxh3::xxh3_64(&listed);
+    let generation = rill_core::hash::xxh3_64(&listed);
     out.extend_from_slice(&generation.to_le_bytes());
     out.extend_from_slice(&(partitions.len() as u32).to_le_bytes());
     out.extend_from_slice(&listed);

@@ -41,10 +41,10 @@ pub const LOG_FILE: &str = "metadata.log";
 pub const SNAPSHOT_FILE: &str = "metadata.snapshot";
 
 fn record_checksum(sequence: u64, payload: &[u8]) -> u64 {
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-    hasher.update(&sequence.to_le_bytes());
-    hasher.update(payload);
-    hasher.digest()
+    let mut input = Vec::with_capacity(8 + payload.len());
+    input.extend_from_slice(&sequence.to_le_bytes());
+    input.extend_from_slice(payload);
+    rill_core::hash::xxh3_64(&input)
 }
 
 /// Where a record sits, which a sealed record is bound to: a log record to its sequence, a
@@ -194,7 +194,7 @@ pub fn recover(dir: &Path, cipher: Option<&RecordCipher>) -> Result<Recovered, M
                 .map_err(|error| {
                     MetadataLogError(format!("{}: {error}", snapshot_path.display()))
                 })?;
-            if xxhash_rust::xxh3::xxh3_64(body) != checksum || valid != body.len() {
+            if rill_core::hash::xxh3_64(body) != checksum || valid != body.len() {
                 return Err(MetadataLogError(format!(
                     "{} is corrupted (checksum mismatch); restore it from a backup or remove it to start from the log alone",
                     snapshot_path.display()
@@ -333,7 +333,7 @@ impl MetadataLog {
         bytes.extend_from_slice(SNAPSHOT_MAGIC);
         bytes.extend_from_slice(&SNAPSHOT_VERSION.to_le_bytes());
         bytes.extend_from_slice(&(self.next_sequence - 1).to_le_bytes());
-        bytes.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(&body).to_le_bytes());
+        bytes.extend_from_slice(&rill_core::hash::xxh3_64(&body).to_le_bytes());
         bytes.extend_from_slice(&body);
         let dir = self.dir.clone();
         compio::runtime::spawn_blocking(move || write_snapshot(&dir, &bytes))

@@ -32,7 +32,7 @@ impl PartitionKey {
         bytes[0..4].copy_from_slice(&self.stream_id.to_le_bytes());
         bytes[4..8].copy_from_slice(&self.topic_id.to_le_bytes());
         bytes[8..12].copy_from_slice(&self.partition_id.to_le_bytes());
-        (xxhash_rust::xxh3::xxh3_64(&bytes) % u64::from(shard_count)) as u16
+        (rill_core::hash::xxh3_64(&bytes) % u64::from(shard_count)) as u16
     }
 }
 

@@ -15,12 +15,12 @@
 use super::{u32_at, u64_at};
 use crate::codec::{Decode, Reader};
 use crate::error::{DecodeError, ErrorCode};
+use crate::hash::xxh3_64;
 use crate::message::{HEADER_SIZE as V08_HEADER_SIZE, MAX_PAYLOAD_BYTES, MessageView};
 use crate::message::{MessageBatch, OutgoingMessage, SendMessages};
 use crate::primitives::user_headers::MAX_USER_HEADERS_BYTES;
 use crate::primitives::{Identifier, Partitioning};
 use bytes::{BufMut, Bytes};
-use xxhash_rust::xxh3::{Xxh3, xxh3_64};
 
 mod polled;
 pub use polled::*;
@@ -35,13 +35,13 @@ const BATCH_RESERVED: usize = 52;
 
 /// XXH3 over a batch header's fields and each frame's checksum (protocol-0.9.md 6.4).
 fn batch_checksum(header: &[u8], frame_checksums: impl Iterator<Item = u64>) -> u64 {
-    let mut hasher = Xxh3::new();
-    hasher.update(&header[..BATCH_CHECKSUM]);
-    hasher.update(&header[MESSAGE_COUNT..MESSAGE_COUNT + 4]);
+    let mut input = Vec::with_capacity(BATCH_CHECKSUM + 4 + 8 * frame_checksums.size_hint().0);
+    input.extend_from_slice(&header[..BATCH_CHECKSUM]);
+    input.extend_from_slice(&header[MESSAGE_COUNT..MESSAGE_COUNT + 4]);
     for checksum in frame_checksums {
-        hasher.update(&checksum.to_le_bytes());
+        input.extend_from_slice(&checksum.to_le_bytes());
     }
-    hasher.digest()
+    xxh3_64(&input)
 }
 
 /// One frame of a batch, checked against the bytes left in the batch.
