@@ -1,28 +1,12 @@
-//! Hostile-input tests: every decoder the server or a client runs on bytes from the network
-//! must never panic (nor allocate beyond the input), and every rejection must carry one of the
-//! protocol's status codes appropriate to that decoder (protocol.md 1.3 and 8).
-//!
-//! How: proptest feeds (a) arbitrary byte strings, biased towards the small values that make
-//! identifiers, lengths and flags look plausible, and (b) valid encodings with random mutations
-//! (bit flips, byte overwrites, truncation, extension, insertion, removal, u32 fields set to
-//! extreme values) to `Request::decode` for every command code and random codes,
-//! `SendMessages::decode_owned` (and stamping what it accepts), `PolledMessages::decode_bytes`,
-//! `MessageView::parse` / `MessageIter` / `MessageBatch::from_stored`,
-//! `primitives::user_headers::parse`, every response type's `from_bytes`, and the frame
-//! headers. Whatever a decoder *accepts* must re-encode to bytes of the reported length that
-//! decode again to the same bytes (so accepted garbage is still a well-formed value).
+//! Shared helpers: the allowed status codes, the decoder checks and the response table, and
+//! the generators of hostile input (biased bytes, mutations, plausible garbage).
 
-mod common;
-
+use crate::common::*;
 use bytes::{Bytes, BytesMut};
-use common::*;
 use proptest::collection::vec;
 use proptest::prelude::*;
-use proptest::strategy::Union;
-use proptest::test_runner::TestRunner;
 use rill_core::codec::{Decode, Encode};
 use rill_core::error::{DecodeError, ErrorCode};
-use rill_core::frame::{RequestHeader, ResponseHeader};
 use rill_core::message::{
     MessageBatch, MessageHeader, MessageIter, MessageView, PolledMessages, SendMessages,
 };
@@ -35,9 +19,9 @@ use rill_core::responses::*;
 use std::fmt::Debug;
 
 /// Cases for the arbitrary-bytes properties (each case runs every decoder of its family).
-const CASES: u32 = 20_000;
+pub(crate) const CASES: u32 = 20_000;
 /// Cases for the mutation properties (each case builds a valid value first).
-const MUTATION_CASES: u32 = 10_000;
+pub(crate) const MUTATION_CASES: u32 = 10_000;
 
 use ErrorCode::*;
 
@@ -105,7 +89,7 @@ fn request_codes(code: CommandCode) -> &'static [ErrorCode] {
 /// Decodes `payload` as command `code` and checks the outcome: an accepted request has that
 /// command, re-encodes to `payload_len()` bytes and decodes again to the same bytes; a rejected
 /// one carries a code allowed for the command (3 for unknown codes).
-fn check_request(code: u32, payload: &[u8]) {
+pub(crate) fn check_request(code: u32, payload: &[u8]) {
     let result = Request::decode(code, BytesMut::from(payload));
     let Some(command) = CommandCode::from_code(code) else {
         assert_eq!(
@@ -169,7 +153,7 @@ fn control<T: Decode + Encode + Debug>(bytes: &[u8]) {
     check_decoder::<T>(bytes, CONTROL_CODES);
 }
 
-fn polled(bytes: &[u8]) {
+pub(crate) fn polled(bytes: &[u8]) {
     check_decoder::<PolledMessages>(bytes, POLL_CODES);
     if let Ok(polled) = PolledMessages::decode_bytes(Bytes::copy_from_slice(bytes)) {
         assert_eq!(polled.count as usize, polled.messages().count());
@@ -181,7 +165,7 @@ fn polled(bytes: &[u8]) {
 
 /// (name, decoder check, generator of valid encodings) for every response type and the shared
 /// primitives responses and requests are built from.
-fn response_table() -> Vec<(&'static str, Check, BoxedStrategy<Vec<u8>>)> {
+pub(crate) fn response_table() -> Vec<(&'static str, Check, BoxedStrategy<Vec<u8>>)> {
     fn entry<T: Decode + Encode + Debug + 'static>(
         name: &'static str,
         valid: BoxedStrategy<T>,
@@ -247,7 +231,7 @@ fn response_table() -> Vec<(&'static str, Check, BoxedStrategy<Vec<u8>>)> {
 
 /// Arbitrary bytes, half the time drawn mostly from the values that steer decoders deeper
 /// (kinds and flags 0..=4, length bytes, 0xff).
-fn hostile_bytes(max: usize) -> BoxedStrategy<Vec<u8>> {
+pub(crate) fn hostile_bytes(max: usize) -> BoxedStrategy<Vec<u8>> {
     prop_oneof![
         vec(any::<u8>(), 0..max),
         vec(
@@ -264,7 +248,7 @@ fn hostile_bytes(max: usize) -> BoxedStrategy<Vec<u8>> {
 
 /// One way of damaging an encoding.
 #[derive(Debug, Clone)]
-enum Mutation {
+pub(crate) enum Mutation {
     FlipBit(usize, u8),
     SetByte(usize, u8),
     Truncate(usize),
@@ -290,11 +274,11 @@ fn mutation() -> impl Strategy<Value = Mutation> {
     ]
 }
 
-fn mutations() -> impl Strategy<Value = Vec<Mutation>> {
+pub(crate) fn mutations() -> impl Strategy<Value = Vec<Mutation>> {
     vec(mutation(), 1..4)
 }
 
-fn apply(bytes: &mut Vec<u8>, mutations: &[Mutation]) {
+pub(crate) fn apply(bytes: &mut Vec<u8>, mutations: &[Mutation]) {
     for mutation in mutations {
         let len = bytes.len();
         match mutation {
@@ -321,7 +305,7 @@ fn apply(bytes: &mut Vec<u8>, mutations: &[Mutation]) {
 
 /// A message header with lengths that are usually small enough to be satisfiable, followed by
 /// arbitrary bytes: reaches the size, limit and reserved-field checks of MessageView::parse.
-fn message_like_bytes() -> BoxedStrategy<Vec<u8>> {
+pub(crate) fn message_like_bytes() -> BoxedStrategy<Vec<u8>> {
     (
         prop_oneof![3 => 0u32..200, 1 => any::<u32>(), 1 => Just(64_000_001)],
         prop_oneof![3 => 0u32..100, 1 => any::<u32>(), 1 => Just(100_001)],
@@ -344,7 +328,7 @@ fn message_like_bytes() -> BoxedStrategy<Vec<u8>> {
 
 /// A plausible SendMessages body: valid routing, then an index and messages section that are
 /// only sometimes consistent.
-fn send_like_bytes() -> BoxedStrategy<Vec<u8>> {
+pub(crate) fn send_like_bytes() -> BoxedStrategy<Vec<u8>> {
     (
         identifier(),
         identifier(),
@@ -400,7 +384,7 @@ fn send_like_bytes() -> BoxedStrategy<Vec<u8>> {
 }
 
 /// TLVs with random kinds (including 0 and > 15) and lengths (including 0 and > 255).
-fn header_like_bytes() -> BoxedStrategy<Vec<u8>> {
+pub(crate) fn header_like_bytes() -> BoxedStrategy<Vec<u8>> {
     vec(
         (
             prop_oneof![4 => 1u8..=15, 1 => any::<u8>()],
@@ -421,7 +405,7 @@ fn header_like_bytes() -> BoxedStrategy<Vec<u8>> {
     .boxed()
 }
 
-fn check_message_bytes(bytes: &[u8], first_offset: u64) {
+pub(crate) fn check_message_bytes(bytes: &[u8], first_offset: u64) {
     match MessageView::parse(bytes) {
         Ok(view) => {
             assert!(view.size() <= bytes.len());
@@ -461,7 +445,7 @@ fn check_message_bytes(bytes: &[u8], first_offset: u64) {
     }
 }
 
-fn check_headers(bytes: &[u8]) {
+pub(crate) fn check_headers(bytes: &[u8]) {
     match user_headers::parse(bytes) {
         Ok(pairs) => {
             let mut encoded = Vec::new();
@@ -476,7 +460,7 @@ fn check_headers(bytes: &[u8]) {
     }
 }
 
-fn check_send(bytes: &[u8]) {
+pub(crate) fn check_send(bytes: &[u8]) {
     match SendMessages::decode_owned(BytesMut::from(bytes)) {
         Ok(mut send) => {
             let encoded = send.to_bytes();
@@ -487,296 +471,4 @@ fn check_send(bytes: &[u8]) {
         }
         Err(error) => expect_code(&error, SEND_CODES, "SendMessages::decode_owned"),
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Properties
-// ---------------------------------------------------------------------------------------------
-
-proptest! {
-    #![proptest_config(config(CASES))]
-
-    #[test]
-    fn every_request_decoder_survives_arbitrary_bytes(bytes in hostile_bytes(300), code in any::<u32>()) {
-        // Proves Request::decode never panics for any of the 47 codes or a random code on
-        // arbitrary payloads, rejects with 3/4 (SendMessages: its message codes; unknown code:
-        // 3), and that anything accepted re-encodes stably.
-        for command in CommandCode::ALL {
-            check_request(command.code(), &bytes);
-        }
-        check_request(code, &bytes);
-    }
-
-    #[test]
-    fn send_messages_decoder_survives_plausible_garbage(bytes in send_like_bytes()) {
-        // Proves SendMessages::decode_owned never panics on bodies with valid routing but
-        // inconsistent counts, index entries and message lengths, rejects them only with the
-        // protocol.md 6.4 codes, and that every batch it accepts can be iterated and stamped.
-        check_send(&bytes);
-        check_request(CommandCode::SendMessages.code(), &bytes);
-    }
-
-    #[test]
-    fn message_parsers_survive_arbitrary_bytes(
-        bytes in prop_oneof![hostile_bytes(300), message_like_bytes(),
-                             vec(message_like_bytes(), 0..4).prop_map(|m| m.concat())],
-        first_offset in prop_oneof![Just(0u64), 0u64..(1 << 62)],
-    ) {
-        // Proves MessageView::parse, MessageIter and MessageBatch::from_stored never panic on
-        // arbitrary or header-shaped bytes, reject only with message codes (4037, 4022, 4017,
-        // 4025, 4101), agree with each other, and that accepted messages expose consistent
-        // sizes and can be stamped.
-        check_message_bytes(&bytes, first_offset);
-    }
-
-    #[test]
-    fn poll_response_decoder_survives_arbitrary_bytes(
-        prefix in vec(any::<u8>(), 0..20),
-        messages in vec(message_like_bytes(), 0..4),
-    ) {
-        // Proves PolledMessages::decode_bytes never panics on arbitrary 0..20-byte headers
-        // followed by header-shaped message bytes, rejects with 3 or a message code, and counts
-        // exactly the messages it accepted.
-        let mut bytes = prefix;
-        bytes.extend(messages.concat());
-        polled(&bytes);
-    }
-
-    #[test]
-    fn user_header_parser_survives_arbitrary_bytes(
-        bytes in prop_oneof![hostile_bytes(200), header_like_bytes()],
-    ) {
-        // Proves user_headers::parse never panics, rejects only with 3/4017/4018/4019/4040,
-        // and that any blob it accepts has valid fields and re-encodes to itself.
-        check_headers(&bytes);
-    }
-
-    #[test]
-    fn frame_headers_accept_any_eight_bytes(header in any::<[u8; 8]>(), limit in any::<usize>()) {
-        // Proves the frame-header parsers never panic: a request length < 4 is LengthTooSmall
-        // (status 3), any other length yields a payload size within the limit or TooLarge; any
-        // response status maps to OK or a defined error code.
-        let request = RequestHeader::parse(header);
-        prop_assert_eq!(request.to_bytes(), header);
-        match request.payload_len(limit) {
-            Ok(len) => prop_assert_eq!(len + 4, request.length as usize),
-            Err(error) => prop_assert_eq!(error.code(), InvalidCommand),
-        }
-        let response = ResponseHeader::parse(header);
-        match response.result() {
-            Ok(len) => prop_assert_eq!(len, response.length as usize),
-            Err(code) => prop_assert!(ErrorCode::ALL.contains(&code)),
-        }
-    }
-}
-
-proptest! {
-    #![proptest_config(config(MUTATION_CASES))]
-
-    #[test]
-    fn mutated_requests_never_panic(request in any_request(), damage in mutations()) {
-        // Proves a valid request of any command, damaged by 1-3 random mutations, decodes
-        // without panicking under its own code, with an allowed code on rejection and a stable
-        // re-encoding on acceptance.
-        let mut bytes = Vec::new();
-        request.encode_payload(&mut bytes);
-        apply(&mut bytes, &damage);
-        check_request(request.command().code(), &bytes);
-    }
-
-    #[test]
-    fn mutated_messages_never_panic(
-        send in send_messages(),
-        stored in stored_messages(),
-        pairs in header_pairs(),
-        damage in mutations(),
-    ) {
-        // Proves valid SendMessages bodies, stored message runs and user-header blobs, damaged
-        // by 1-3 random mutations, never make decode_owned, the message parsers or the header
-        // parser panic, and are rejected only with their families' codes.
-        let mut body = send.to_bytes();
-        apply(&mut body, &damage);
-        check_send(&body);
-
-        let (first_offset, timestamp, messages) = stored;
-        let mut run = stamp_messages(first_offset, timestamp, &messages).to_vec();
-        apply(&mut run, &damage);
-        check_message_bytes(&run, first_offset);
-        let mut poll = rill_core::message::encode_poll_header(1, 2, messages.len() as u32).to_vec();
-        poll.extend_from_slice(&run);
-        polled(&poll);
-
-        let mut blob = Vec::new();
-        user_headers::encode(&pairs, &mut blob);
-        apply(&mut blob, &damage);
-        check_headers(&blob);
-    }
-}
-
-#[test]
-fn every_response_decoder_survives_arbitrary_bytes() {
-    // Proves every response type's from_bytes (and every shared primitive's) never panics on
-    // arbitrary bytes, rejects with 3/4 (poll responses: their message codes), and that
-    // anything accepted re-encodes stably. (A manual runner so the table is built once.)
-    let table = response_table();
-    TestRunner::new(config(CASES))
-        .run(&hostile_bytes(300), |bytes| {
-            for (_, check, _) in &table {
-                check(&bytes);
-            }
-            Ok(())
-        })
-        .unwrap();
-}
-
-#[test]
-fn mutated_responses_never_panic() {
-    // Proves a valid encoding of every response type (and shared primitive), damaged by 1-3
-    // random mutations, decodes with its own decoder without panicking, rejecting with an
-    // allowed code or re-encoding stably.
-    let table = response_table();
-    let valid = Union::new(table.iter().enumerate().map(|(index, (_, _, strategy))| {
-        strategy
-            .clone()
-            .prop_map(move |bytes| (index, bytes))
-            .boxed()
-    }));
-    TestRunner::new(config(MUTATION_CASES))
-        .run(&(valid, mutations()), |((index, mut bytes), damage)| {
-            apply(&mut bytes, &damage);
-            (table[index].1)(&bytes);
-            Ok(())
-        })
-        .unwrap();
-}
-
-#[test]
-fn the_table_covers_every_response_type() {
-    // Proves the hostile tables include every response type exported by rill_core::responses
-    // (27 records/lists + the poll response) and the shared primitives, by name, so the
-    // properties above cannot silently skip one.
-    let names: Vec<&str> = response_table().iter().map(|(name, _, _)| *name).collect();
-    for expected in [
-        "StreamInfo",
-        "StreamDetails",
-        "TopicInfo",
-        "TopicDetails",
-        "PartitionInfo",
-        "ConsumerGroupInfo",
-        "ConsumerGroupMember",
-        "ConsumerGroupDetails",
-        "ConsumerOffsetInfo",
-        "Stats",
-        "CacheMetric",
-        "ClientInfo",
-        "ClientGroup",
-        "ClientDetails",
-        "ClusterNode",
-        "ClusterMetadata",
-        "UserInfo",
-        "UserDetails",
-        "IdentityInfo",
-        "RawPersonalAccessToken",
-        "PersonalAccessTokenInfo",
-        "PolledMessages",
-        "Permissions",
-    ] {
-        assert!(names.contains(&expected), "{expected} missing");
-    }
-    assert_eq!(names.len(), 35);
-}
-
-#[test]
-fn huge_declared_lengths_fail_fast_without_allocating() {
-    // Proves length and count fields near u32::MAX are rejected by comparing with the bytes
-    // present (no allocation of the declared size, which would abort the process): Str32,
-    // SendMessages count, index positions, message lengths, list counts and user headers.
-    let max = u32::MAX.to_le_bytes();
-    // ClusterMetadata: name Str32 of 4 GiB.
-    assert!(ClusterMetadata::from_bytes(&max).is_err());
-    // ClientDetails: consumer_groups_count u32::MAX with no entries.
-    let mut client = ClientInfo {
-        client_id: 1,
-        user_id: 0,
-        transport: rill_core::primitives::Transport::Tcp,
-        address: String::new(),
-        consumer_groups_count: u32::MAX,
-    }
-    .to_bytes();
-    assert_eq!(
-        ClientDetails::from_bytes(&client).unwrap_err().code,
-        InvalidCommand
-    );
-    client.truncate(client.len() - 1);
-    assert!(ClientInfo::from_bytes(&client).is_err());
-    // Stats with cache_metrics_count u32::MAX.
-    let mut stats = vec![0u8; 108];
-    for _ in 0..5 {
-        stats.extend_from_slice(&0u32.to_le_bytes());
-    }
-    stats.extend_from_slice(&0u32.to_le_bytes());
-    stats.extend_from_slice(&max);
-    assert_eq!(Stats::from_bytes(&stats).unwrap_err().code, InvalidCommand);
-    // SendMessages: messages_count u32::MAX → index block larger than the payload (4034).
-    let mut body = 18u32.to_le_bytes().to_vec();
-    Identifier::numeric(0).encode(&mut body);
-    Identifier::numeric(0).encode(&mut body);
-    Partitioning::Balanced.encode(&mut body);
-    body.extend_from_slice(&max);
-    assert_eq!(
-        SendMessages::decode_owned(BytesMut::from(&body[..]))
-            .unwrap_err()
-            .code,
-        InvalidIndexesByteSize
-    );
-    // A message declaring a 4 GiB payload (4022) and 4 GiB of user headers (4017).
-    let header = MessageHeader {
-        payload_length: u32::MAX,
-        ..MessageHeader::default()
-    };
-    assert_eq!(
-        MessageView::parse(&header.to_bytes()).unwrap_err().code,
-        TooBigMessagePayload
-    );
-    let header = MessageHeader {
-        user_headers_length: u32::MAX,
-        ..MessageHeader::default()
-    };
-    assert_eq!(
-        MessageView::parse(&header.to_bytes()).unwrap_err().code,
-        TooBigUserHeaders
-    );
-    // A user-header field declaring 4 GiB.
-    assert_eq!(
-        user_headers::parse(&[2, 0xff, 0xff, 0xff, 0xff, b'k'])
-            .unwrap_err()
-            .code,
-        InvalidHeaderKey
-    );
-    // A user-header blob over 100 000 bytes (4017) even if well formed.
-    let mut big = Vec::new();
-    let field = user_headers::HeaderField {
-        kind: user_headers::HeaderKind::Raw,
-        value: vec![7; 255],
-    };
-    while big.len() <= 100_000 {
-        user_headers::encode(&[(field.clone(), field.clone())], &mut big);
-    }
-    assert_eq!(
-        user_headers::parse(&big).unwrap_err().code,
-        TooBigUserHeaders
-    );
-}
-
-#[test]
-fn stamping_an_empty_stored_batch_does_not_panic() {
-    // Proves MessageBatch::stamp on a batch with no messages (from_stored of an empty run, a
-    // public path) leaves it untouched instead of underflowing `offset - 1` at offset 0.
-    let mut batch = MessageBatch::from_stored(BytesMut::new()).unwrap();
-    assert!(batch.is_empty());
-    let last = batch.stamp(0, 1, || unreachable!("no messages"));
-    assert_eq!(last, 0);
-    assert_eq!(batch.size(), 0);
-    let mut batch = MessageBatch::from_stored(BytesMut::new()).unwrap();
-    assert_eq!(batch.stamp(5, 1, || 1), 4);
 }
