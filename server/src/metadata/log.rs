@@ -41,10 +41,7 @@ pub const LOG_FILE: &str = "metadata.log";
 pub const SNAPSHOT_FILE: &str = "metadata.snapshot";
 
 fn record_checksum(sequence: u64, payload: &[u8]) -> u64 {
-    let mut input = Vec::with_capacity(8 + payload.len());
-    input.extend_from_slice(&sequence.to_le_bytes());
-    input.extend_from_slice(payload);
-    rill_core::hash::xxh3_64(&input)
+    rill_core::hash::xxh3_64_of(&[&sequence.to_le_bytes(), payload])
 }
 
 /// Where a record sits, which a sealed record is bound to: a log record to its sequence, a
