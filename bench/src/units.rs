@@ -9,7 +9,7 @@
 use rill_core::units;
 use std::fmt;
 use std::str::FromStr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Bytes in a megabyte as reports count them (decimal, like upstream).
 pub const BYTES_PER_MEGABYTE: f64 = 1_000_000.0;
@@ -34,12 +34,8 @@ impl fmt::Display for ByteSize {
     }
 }
 
-/// Parses a duration such as `10s`, `500ms`, `2m`, `1h`, `250us` or a plain number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    units::parse_duration(text)
-}
-
-pub use units::format_duration;
+/// Durations such as `10s`, `500ms`, `2m`, `1h`, `250us` or a plain number of seconds.
+pub use units::{format_duration, parse_duration};
 
 /// A value or an inclusive range `min..max`, as upstream's `-m 100..1000`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,6 +148,7 @@ pub fn compact_utc(time: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn sizes_use_decimal_and_binary_units() {
