@@ -24,13 +24,12 @@ pub(super) fn milliseconds(value: u64) -> Option<Duration> {
 }
 
 pub(super) fn parse_compression(text: &str) -> Result<CompressionAlgorithm, CliError> {
-    match text.to_ascii_lowercase().as_str() {
-        "none" => Ok(CompressionAlgorithm::None),
-        "gzip" => Ok(CompressionAlgorithm::Gzip),
-        other => Err(CliError::usage(format!(
-            "unknown compression algorithm '{other}' (none or gzip)"
-        ))),
-    }
+    CompressionAlgorithm::from_name(text).ok_or_else(|| {
+        CliError::usage(format!(
+            "unknown compression algorithm '{}' (none or gzip)",
+            text.to_ascii_lowercase()
+        ))
+    })
 }
 
 pub(super) fn user_status(status: UserStatusArg) -> UserStatus {
