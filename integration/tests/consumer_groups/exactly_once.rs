@@ -205,9 +205,24 @@ async fn three_members_over_six_partitions_consume_every_message_exactly_once() 
     let (b, b_task) = spawn_member(root_client(&server).await, "B");
     let (c, c_task) = spawn_member(root_client(&server).await, "C");
     let pause = || tokio::time::sleep(Duration::from_millis(120));
+    // A partition moving to a newcomer stays with its holder until the holder commits what it
+    // was shown (cooperative hand-over), so right after a change the spread may be uneven for a
+    // moment; every other invariant must hold at once, and the spread must even out soon.
     let expect_members = async |count: usize, when: &str| {
-        let details = group_details(&root, &named("workers")).await;
-        assert_assignment(&details, PARTITIONS, count, when);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let details = group_details(&root, &named("workers")).await;
+            let problems = assignment_problems(&details, PARTITIONS);
+            let only_uneven =
+                !problems.is_empty() && problems.iter().all(|p| p.starts_with("uneven spread"));
+            if details.members.len() == count && only_uneven && std::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+            assert_assignment(&details, PARTITIONS, count, when);
+            break;
+        }
     };
 
     command(&a, Command::Join).await;
