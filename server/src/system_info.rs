@@ -94,6 +94,22 @@ pub fn process() -> ProcessInfo {
     }
 }
 
+/// The memory this process may use: its cgroup's limit (v2, else v1) when one is set and
+/// smaller than the machine's RAM, else the RAM.
+pub fn memory_limit_bytes() -> u64 {
+    let ram = field_kib(&read("/proc/meminfo"), "MemTotal:") * 1024;
+    let cgroup = [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ]
+    .iter()
+    .find_map(|path| read(path).trim().parse::<u64>().ok());
+    match cgroup {
+        Some(limit) if ram == 0 || limit < ram => limit,
+        _ => ram,
+    }
+}
+
 pub fn machine(data_dir: &Path) -> MachineInfo {
     let meminfo = read("/proc/meminfo");
     let os_release = read("/etc/os-release");

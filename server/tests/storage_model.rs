@@ -108,7 +108,7 @@ fn check_files(dir: &Path) {
     }
 }
 
-fn run_case(mode: AckMode, segment_size_bytes: u64, ops: Vec<Op>) {
+fn run_case(mode: AckMode, segment_size_bytes: u64, cache_bytes: u64, ops: Vec<Op>) {
     let temp = tempfile::tempdir().unwrap();
     let dir = temp.path().join("p");
     let config = PartitionConfig {
@@ -117,7 +117,7 @@ fn run_case(mode: AckMode, segment_size_bytes: u64, ops: Vec<Op>) {
         memory_flush_messages: 20,
         ..PartitionConfig::default()
     };
-    let pool = Rc::new(BufferPool::new());
+    let pool = Rc::new(BufferPool::new().with_read_cache_bytes(cache_bytes));
     compio::runtime::Runtime::new().unwrap().block_on(async {
         let mut partition = Partition::create(dir.clone(), config.clone(), Rc::clone(&pool))
             .await
@@ -189,9 +189,17 @@ fn run_case(mode: AckMode, segment_size_bytes: u64, ops: Vec<Op>) {
                     check_read(&partition, &model, 0, u32::MAX).await;
                 }
             }
+            let held = pool.read_cache().stats().held_bytes;
+            assert!(
+                held <= cache_bytes,
+                "the cache holds {held} of {cache_bytes} bytes"
+            );
         }
         check_read(&partition, &model, 0, u32::MAX).await;
         partition.close().await.unwrap();
+        drop(partition);
+        // Whatever the partition held went back when it was dropped.
+        assert_eq!(pool.read_cache().stats().held_bytes, 0);
     });
     check_files(&dir);
 }
@@ -203,8 +211,10 @@ proptest! {
     fn reads_always_equal_the_model(
         mode in mode(),
         segment_size_bytes in prop_oneof![Just(4096u64), Just(16384u64), Just(100_000u64)],
+        // Off (every read from the files), small enough to evict all the time, or roomy.
+        cache_bytes in prop_oneof![Just(0u64), Just(6000u64), Just(1u64 << 30)],
         ops in prop::collection::vec(op(), 1..40),
     ) {
-        run_case(mode, segment_size_bytes, ops);
+        run_case(mode, segment_size_bytes, cache_bytes, ops);
     }
 }

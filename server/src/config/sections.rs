@@ -2,7 +2,7 @@
 //! (which documents every key); `Config` in `mod.rs` holds them.
 
 use super::ConfigError;
-use super::units::{ByteSize, HumanDuration, Limit};
+use super::units::{ByteSize, CacheSize, HumanDuration, Limit};
 use crate::storage::AckMode;
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -16,10 +16,18 @@ pub struct SystemConfig {
     pub sharding: ShardingConfig,
     pub segment: SegmentConfig,
     pub partition: PartitionDefaults,
+    pub read_cache: ReadCacheConfig,
     pub topic: TopicDefaults,
     pub message_deduplication: DeduplicationConfig,
     pub encryption: EncryptionConfig,
     pub state: StateConfig,
+}
+
+/// `[system.read_cache]`: recently written batches kept in memory for consumers.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadCacheConfig {
+    pub size: CacheSize,
 }
 
 /// `[system.message_deduplication]`: message ids remembered per partition.

@@ -28,6 +28,27 @@ impl<T: Copy> Limit<T> {
     }
 }
 
+/// The read cache's budget for the whole server: `auto` or a size (`0` turns it off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheSize {
+    /// An eighth of the memory the process may use (its cgroup's limit, else the machine's
+    /// RAM), at most [`CacheSize::AUTO_MAX_BYTES`].
+    Auto,
+    Fixed(ByteSize),
+}
+
+impl CacheSize {
+    pub const AUTO_MAX_BYTES: u64 = 2 << 30;
+
+    /// The budget in bytes, given the memory the process may use.
+    pub fn resolve(self, memory_limit_bytes: u64) -> u64 {
+        match self {
+            CacheSize::Auto => (memory_limit_bytes / 8).min(Self::AUTO_MAX_BYTES),
+            CacheSize::Fixed(size) => size.0,
+        }
+    }
+}
+
 pub use rill_core::units::{parse_duration, parse_size};
 
 fn is_unlimited(text: &str) -> bool {
@@ -107,6 +128,21 @@ impl<'de> Deserialize<'de> for Limit<HumanDuration> {
     }
 }
 
+impl<'de> Deserialize<'de> for CacheSize {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(Visitor(
+            |text: &str| {
+                if text.trim().eq_ignore_ascii_case("auto") {
+                    Ok(CacheSize::Auto)
+                } else {
+                    parse_size(text).map(|b| CacheSize::Fixed(ByteSize(b)))
+                }
+            },
+            "a size or \"auto\"",
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,5 +162,21 @@ mod tests {
             Ok(Duration::from_secs(7 * 86_400))
         );
         assert!(parse_duration("5 fortnights").is_err());
+    }
+
+    #[test]
+    fn cache_sizes_are_auto_or_a_size() {
+        let parse = |text: &str| {
+            CacheSize::deserialize(de::value::StrDeserializer::<de::value::Error>::new(text))
+        };
+        assert_eq!(parse("auto"), Ok(CacheSize::Auto));
+        assert_eq!(parse(" AUTO "), Ok(CacheSize::Auto));
+        assert_eq!(parse("512 MiB"), Ok(CacheSize::Fixed(ByteSize(512 << 20))));
+        assert_eq!(parse("0"), Ok(CacheSize::Fixed(ByteSize(0))));
+        assert!(parse("lots").is_err());
+        // An eighth of the memory, capped: a 1 GiB container gets 128 MiB, a 24 GiB machine 2 GiB.
+        assert_eq!(CacheSize::Auto.resolve(1 << 30), 128 << 20);
+        assert_eq!(CacheSize::Auto.resolve(24 << 30), CacheSize::AUTO_MAX_BYTES);
+        assert_eq!(CacheSize::Fixed(ByteSize(7)).resolve(24 << 30), 7);
     }
 }

@@ -285,6 +285,12 @@ pub struct ShardMetrics {
     pub pool_allocated_bytes: Gauge,
     pub pool_in_use_bytes: Gauge,
     pub pool_misses: Gauge,
+    /// The read cache's figures, published every second like the pool's.
+    pub read_cache_budget_bytes: Gauge,
+    pub read_cache_held_bytes: Gauge,
+    pub read_cache_hits: Gauge,
+    pub read_cache_misses: Gauge,
+    pub read_cache_evictions: Gauge,
     /// Partition operations sent to another shard's inbox.
     pub data_forwards: Counter,
     /// Metadata changes sent to shard 0's control lane.
@@ -332,6 +338,11 @@ impl Default for ShardMetrics {
             pool_allocated_bytes: Gauge::default(),
             pool_in_use_bytes: Gauge::default(),
             pool_misses: Gauge::default(),
+            read_cache_budget_bytes: Gauge::default(),
+            read_cache_held_bytes: Gauge::default(),
+            read_cache_hits: Gauge::default(),
+            read_cache_misses: Gauge::default(),
+            read_cache_evictions: Gauge::default(),
             data_forwards: Counter::default(),
             control_forwards: Counter::default(),
             connections_moved: Counter::default(),
@@ -374,6 +385,14 @@ impl ShardMetrics {
         self.pool_allocated_bytes.set(stats.allocated);
         self.pool_in_use_bytes.set(stats.in_use);
         self.pool_misses.set(stats.misses);
+    }
+
+    pub fn publish_read_cache(&self, stats: crate::storage::CacheStats) {
+        self.read_cache_budget_bytes.set(stats.budget_bytes);
+        self.read_cache_held_bytes.set(stats.held_bytes);
+        self.read_cache_hits.set(stats.hits);
+        self.read_cache_misses.set(stats.misses);
+        self.read_cache_evictions.set(stats.evictions);
     }
 }
 
@@ -441,6 +460,11 @@ impl Metrics {
                 pool_allocated_bytes: shard.pool_allocated_bytes.get(),
                 pool_in_use_bytes: shard.pool_in_use_bytes.get(),
                 pool_misses: shard.pool_misses.get(),
+                read_cache_budget_bytes: shard.read_cache_budget_bytes.get(),
+                read_cache_held_bytes: shard.read_cache_held_bytes.get(),
+                read_cache_hits: shard.read_cache_hits.get(),
+                read_cache_misses: shard.read_cache_misses.get(),
+                read_cache_evictions: shard.read_cache_evictions.get(),
                 data_forwards: shard.data_forwards.get(),
                 control_forwards: shard.control_forwards.get(),
                 connections_moved: shard.connections_moved.get(),
@@ -495,6 +519,11 @@ pub struct ShardSnapshot {
     pub pool_allocated_bytes: u64,
     pub pool_in_use_bytes: u64,
     pub pool_misses: u64,
+    pub read_cache_budget_bytes: u64,
+    pub read_cache_held_bytes: u64,
+    pub read_cache_hits: u64,
+    pub read_cache_misses: u64,
+    pub read_cache_evictions: u64,
     pub data_forwards: u64,
     pub control_forwards: u64,
     pub connections_moved: u64,

@@ -82,6 +82,16 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
     let (control_sender, control_receiver) = flume::bounded(CONTROL_CAPACITY);
     let admission = crate::admission::Admission::new(config.limits.clone());
     let io_driver = io_plan.driver;
+    let read_cache_bytes = config
+        .system
+        .read_cache
+        .size
+        .resolve(crate::system_info::memory_limit_bytes());
+    tracing::info!(
+        budget = %rill_core::units::format_size(read_cache_bytes),
+        per_shard = %rill_core::units::format_size(read_cache_bytes / u64::from(shard_count)),
+        "read cache"
+    );
     let shared = Arc::new(SharedState {
         config,
         shard_count,
@@ -100,6 +110,7 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
         password_checks: crate::auth::PasswordChecks::new(usize::from(shard_count)),
         admission,
         io_plan,
+        read_cache_bytes_per_shard: read_cache_bytes / u64::from(shard_count),
         io_driver: OnceLock::new(),
         http_address: OnceLock::new(),
         websocket_address: OnceLock::new(),

@@ -58,6 +58,8 @@ pub struct SharedState {
     pub admission: crate::admission::Admission,
     /// The I/O driver every shard's runtime is built on (`system.io_driver`), decided at start.
     pub io_plan: crate::io_driver::Plan,
+    /// Each shard's share of `[system.read_cache] size`, resolved at start.
+    pub read_cache_bytes_per_shard: u64,
     /// The driver the shards actually run on, once one has started.
     pub io_driver: OnceLock<crate::io_driver::IoDriver>,
     /// TLS for the TCP port, when `[tcp.tls]` is on.
@@ -127,12 +129,13 @@ impl Shard {
         let metadata = shared.metadata.handle();
         let (shutdown, shutdown_signal) = flume::bounded(1);
         let metrics = ShardMetricsHandle::new(shared.metrics.clone(), id);
+        let pool = BufferPool::new().with_read_cache_bytes(shared.read_cache_bytes_per_shard);
         Shard {
             id,
             shared,
             metadata,
             partitions: RefCell::new(HashMap::new()),
-            pool: Rc::new(BufferPool::new()),
+            pool: Rc::new(pool),
             metrics,
             connections: Cell::new(0),
             shutdown: RefCell::new(Some(shutdown)),
@@ -263,6 +266,8 @@ impl Shard {
     /// into the shard's metric cells.
     pub fn publish_metrics(&self) {
         self.metrics.publish_pool(self.pool.stats());
+        self.metrics
+            .publish_read_cache(self.pool.read_cache().stats());
         for partition in self.partitions.borrow().values() {
             partition.publish_write_counters();
         }

@@ -18,7 +18,8 @@
 //! | `segment.rs` | segment file names, the clean-shutdown marker, open-time checks and crash recovery |
 //! | `file.rs` | one O_DIRECT segment file: preallocation, aligned vectored writes, aligned reads, buffered fallback |
 //! | `index.rs` | the 16-byte index entry and the in-memory index of unsealed segments |
-//! | `pool.rs` | `AlignedBuf`, `BufferPool` (per shard, power-of-two classes 4 KiB..=64 MiB), `PooledBuf` |
+//! | `pool.rs` | `AlignedBuf`, `BufferPool` (per shard, power-of-two classes 4 KiB..=64 MiB, and the shard's read cache), `PooledBuf` |
+//! | `cache.rs` | `ReadCache`: the shard's budget for written batches kept for reads, eviction order, counters |
 //! | `config.rs` | `AckMode`, `ChecksumReads`, `PartitionConfig` and limits |
 //! | `error.rs` | `StorageError` and its wire status code |
 //! | `fault.rs` | fault injection for tests of the real binary (`RILL_STORAGE_FAULT_FILE`, with the `fault-injection` feature only) |
@@ -137,8 +138,10 @@
 //! By offset: the segment is found by binary search; unsealed segments have their index in
 //! memory, sealed ones read the needed index entries from disk (one small aligned read), then
 //! exactly the message bytes (one aligned O_DIRECT read into a fresh aligned buffer, returned
-//! as `Bytes` without a copy). Bytes not yet written (memory mode) are sliced from the
-//! accepted batches kept in memory. A read never passes the watermark, is cut at
+//! as `Bytes` without a copy). Bytes still in memory are sliced from the accepted batches the
+//! partition keeps (its journal): those not yet written (memory mode, or waiting for their
+//! round) and those the shard's read cache holds (`cache.rs`: written batches kept until the
+//! shard's budget is used, then evicted oldest first across the shard's partitions). A read never passes the watermark, is cut at
 //! `max_read_bytes` (but returns at least one message), spans segments, starts at the first
 //! stored message when asked for an older offset, and checks that the bytes it read carry the
 //! expected offsets. With `PartitionConfig::checksum_reads` (`Disk` by default) it also checks
@@ -197,6 +200,7 @@
 //! * No `RefCell` borrow is held across an `.await`.
 
 pub mod blocking;
+mod cache;
 mod config;
 mod error;
 mod fault;
@@ -207,6 +211,7 @@ mod pool;
 mod segment;
 mod wait;
 
+pub use cache::{CacheStats, ReadCache};
 pub use config::{
     AckMode, ChecksumReads, MAX_BATCH_BYTES, MAX_SEGMENT_SIZE_BYTES, PartitionConfig,
 };

@@ -6,6 +6,7 @@
 //! power-of-two size classes from 4 KiB to 64 MiB so the write path allocates nothing once warm.
 //! The pool belongs to one shard (`Rc`, `Cell`, `RefCell`, no locks).
 
+use super::cache::ReadCache;
 use compio::buf::{IoBuf, IoBufMut, SetLen};
 use std::alloc::{Layout, alloc_zeroed, dealloc, handle_alloc_error};
 use std::cell::{Cell, RefCell};
@@ -198,11 +199,15 @@ pub struct BufferPool {
     allocated_bytes: Cell<u64>,
     in_use_bytes: Cell<u64>,
     misses: Cell<u64>,
+    /// The shard's read cache lives beside its buffers: one place sets a shard's storage memory.
+    read_cache: Rc<ReadCache>,
 }
 
 impl BufferPool {
     /// Idle buffers a pool keeps by default.
     pub const DEFAULT_MAX_CACHED_BYTES: u64 = 1 << 30;
+    /// The read cache a pool gets unless told otherwise (the server sets it from its config).
+    pub const DEFAULT_READ_CACHE_BYTES: u64 = 256 << 20;
 
     /// A pool that keeps up to [`Self::DEFAULT_MAX_CACHED_BYTES`] of idle buffers.
     pub fn new() -> Self {
@@ -218,7 +223,19 @@ impl BufferPool {
             allocated_bytes: Cell::new(0),
             in_use_bytes: Cell::new(0),
             misses: Cell::new(0),
+            read_cache: Rc::new(ReadCache::new(Self::DEFAULT_READ_CACHE_BYTES)),
         }
+    }
+
+    /// The same pool with a read cache of `budget` bytes (0 turns caching off).
+    pub fn with_read_cache_bytes(mut self, budget: u64) -> Self {
+        self.read_cache = Rc::new(ReadCache::new(budget));
+        self
+    }
+
+    /// Recently written batches kept for reads, shared by the shard's partitions.
+    pub fn read_cache(&self) -> &Rc<ReadCache> {
+        &self.read_cache
     }
 
     /// The size class index for a request, or None when it is larger than the largest class.

@@ -145,6 +145,31 @@ pub(super) const SHARD_SERIES: &[Series<ShardSnapshot>] = &[
         "Buffer acquisitions that found no cached buffer and allocated; published every second.",
         |s| s.pool_misses,
     ),
+    gauge_of(
+        "iggy_read_cache_budget_bytes",
+        "A shard's share of [system.read_cache] size: recently written bytes it may keep for reads.",
+        |s| s.read_cache_budget_bytes,
+    ),
+    gauge_of(
+        "iggy_read_cache_held_bytes",
+        "Written message bytes a shard's read cache holds; published every second.",
+        |s| s.read_cache_held_bytes,
+    ),
+    counter_of(
+        "iggy_read_cache_hits",
+        "Pieces of reads answered from memory (the read cache, or batches not written yet); published every second.",
+        |s| s.read_cache_hits,
+    ),
+    counter_of(
+        "iggy_read_cache_misses",
+        "Pieces of reads that went to the segment files; published every second.",
+        |s| s.read_cache_misses,
+    ),
+    counter_of(
+        "iggy_read_cache_evictions",
+        "Batches the read cache dropped to stay within its budget (oldest first); published every second.",
+        |s| s.read_cache_evictions,
+    ),
     counter_of(
         "iggy_shard_inbox_messages",
         "Messages delivered by a shard's inbox (operations forwarded by other shards, partition opens and closes).",

@@ -266,10 +266,13 @@ impl Partition {
             writes: WriteCounters::default(),
         };
         state.check_consistency();
-        let inner = Rc::new(Inner {
+        let cache = Rc::clone(pool.read_cache());
+        let inner = Rc::new_cyclic(|me| Inner {
             dir,
             config,
             pool,
+            cache,
+            me: me.clone(),
             state: RefCell::new(state),
             progress: WaitList::default(),
             work: WaitList::default(),

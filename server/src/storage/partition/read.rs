@@ -1,5 +1,6 @@
-//! Reads: find the segments, plan which bytes come from staging, the memory-mode journal or the
-//! files, read them with aligned O_DIRECT reads, and look offsets up by timestamp.
+//! Reads: find the segments, plan which bytes come from memory (the read cache, batches not
+//! written yet) or the files, read them with aligned O_DIRECT reads, and look offsets up by
+//! timestamp.
 
 use super::Partition;
 use super::outcome::ReadOutcome;
@@ -49,6 +50,11 @@ impl Partition {
             }
             let total_before = total;
             let mut broken = false;
+            let hits = pieces
+                .iter()
+                .filter(|piece| matches!(piece, ReadPiece::Memory(_)))
+                .count() as u64;
+            inner.cache.record_read(hits, pieces.len() as u64 - hits);
             for piece in pieces {
                 let (first_offset, bytes, checked) = match piece {
                     ReadPiece::Memory(bytes) => {
@@ -253,7 +259,9 @@ pub(super) fn plan_read(
         let count = index.count_within(relative as usize, wanted as usize, budget) as u64;
         let from = index.start_position(relative as usize);
         let to = u64::from(index.get((relative + count - 1) as usize).end_position);
-        let disk_end = to.min(segment.written_len);
+        // Bytes from `memory_start` on are in memory (cached, or not written yet).
+        let memory_start = state.memory_start(segment.start_offset, segment.written_len);
+        let disk_end = to.min(memory_start);
         if from < disk_end {
             let files = files.ok_or(StorageError::Corrupted {
                 path: log_path(&inner.dir, segment.start_offset),
@@ -267,12 +275,12 @@ pub(super) fn plan_read(
                 first_offset: offset,
             });
         }
-        if to > segment.written_len {
+        if to > memory_start {
             journal_pieces(
                 inner,
                 state,
                 segment.start_offset,
-                from.max(segment.written_len),
+                from.max(memory_start),
                 to,
                 &mut pieces,
             )?;
@@ -297,15 +305,14 @@ pub(super) fn journal_pieces(
 ) -> Result<(), StorageError> {
     let first = state.journal.partition_point(|entry| {
         entry.segment_start < segment_start
-            || (entry.segment_start == segment_start
-                && entry.position + entry.bytes.len() as u64 <= from)
+            || (entry.segment_start == segment_start && entry.end() <= from)
     });
     let mut covered = from;
     for entry in state.journal.iter().skip(first) {
         if entry.segment_start != segment_start || covered >= to {
             break;
         }
-        let entry_end = entry.position + entry.bytes.len() as u64;
+        let entry_end = entry.end();
         if entry.position > covered {
             break;
         }

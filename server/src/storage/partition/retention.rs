@@ -22,6 +22,7 @@ impl Partition {
             {
                 victims.push(state.segments.pop_front().expect("checked"));
             }
+            state.forget_removed_segments();
             state.check_consistency();
             victims
         };
@@ -80,6 +81,7 @@ impl Partition {
             {
                 victims.push(state.segments.pop_front().expect("checked"));
             }
+            state.forget_removed_segments();
             state.check_consistency();
             victims
         };
@@ -120,6 +122,7 @@ impl Partition {
                     victims.push(segment);
                 }
             }
+            state.forget_removed_segments();
             state.check_consistency();
             victims
         };

@@ -2,6 +2,7 @@
 //! and the shared `Inner` the partition, its writer task and its readers hold.
 
 use super::outcome::WriteCounters;
+use crate::storage::cache::{CacheOwner, Charge, Eviction, ReadCache};
 use crate::storage::config::{AckMode, PartitionConfig};
 use crate::storage::error::StorageError;
 use crate::storage::index::MemoryIndex;
@@ -12,7 +13,7 @@ use bytes::Bytes;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 /// One segment's bookkeeping. Counts and lengths only grow while the segment is active.
 pub(super) struct Segment {
@@ -71,11 +72,19 @@ pub(super) struct Staged {
     pub(super) buf: PooledBuf,
 }
 
-/// Memory mode only: an accepted, not yet written batch, kept for reads.
+/// An accepted batch kept in memory for reads: not yet written (in memory mode the only copy
+/// until its round), or written and held by the shard's read cache (`cached` is set).
 pub(super) struct JournalEntry {
     pub(super) segment_start: u64,
     pub(super) position: u64,
     pub(super) bytes: Bytes,
+    pub(super) cached: Option<Charge>,
+}
+
+impl JournalEntry {
+    pub(super) fn end(&self) -> u64 {
+        self.position + self.bytes.len() as u64
+    }
 }
 
 pub(super) struct State {
@@ -83,6 +92,8 @@ pub(super) struct State {
     pub(super) next_offset: u64,
     pub(super) last_timestamp: u64,
     pub(super) staged: VecDeque<Staged>,
+    /// Batches kept in memory, in log order: a prefix held by the read cache (written), then
+    /// those not written yet. A segment's entries run without gaps to its accepted end.
     pub(super) journal: VecDeque<JournalEntry>,
     /// The partial last block of the active segment at the end of the last taken round: the
     /// bytes a new staging buffer starts with, so the block is rewritten whole.
@@ -150,6 +161,34 @@ impl State {
             .start_offset
     }
 
+    /// Where the bytes of a segment that reads take from memory begin: its first journal
+    /// entry, or `written_len` when it has none (everything written is read from the file).
+    pub(super) fn memory_start(&self, segment_start: u64, written_len: u64) -> u64 {
+        let first = self
+            .journal
+            .partition_point(|entry| entry.segment_start < segment_start);
+        match self.journal.get(first) {
+            Some(entry) if entry.segment_start == segment_start => entry.position.min(written_len),
+            _ => written_len,
+        }
+    }
+
+    /// Drops the journal entries of segments that no longer exist (retention, purge).
+    pub(super) fn forget_removed_segments(&mut self) {
+        let segment_start = self.active().start_offset.min(
+            self.segments
+                .front()
+                .map_or(u64::MAX, |segment| segment.start_offset),
+        );
+        while self
+            .journal
+            .front()
+            .is_some_and(|entry| entry.segment_start < segment_start)
+        {
+            self.journal.pop_front();
+        }
+    }
+
     /// The error an operation gets once the partition cannot take writes.
     pub(super) fn unavailable(&self) -> Option<StorageError> {
         if let Some(failure) = &self.failure {
@@ -207,6 +246,42 @@ impl State {
             self.next_offset
         );
         assert!(self.tail_len < BLOCK_SIZE, "the tail is a partial block");
+        // The journal's ends only (it can hold a million batches): entries in log order,
+        // cached ones first and written, none of a segment that no longer exists.
+        let ends = self
+            .journal
+            .iter()
+            .take(4)
+            .chain(self.journal.iter().rev().take(4));
+        for entry in ends {
+            let segment = self
+                .segments
+                .binary_search_by_key(&entry.segment_start, |segment| segment.start_offset)
+                .map(|index| &self.segments[index])
+                .unwrap_or_else(|_| {
+                    panic!("journal entry of a removed segment {}", entry.segment_start)
+                });
+            assert!(
+                entry.end() <= segment.accepted_len,
+                "journal entry beyond the accepted end"
+            );
+            if entry.cached.is_some() {
+                assert!(
+                    entry.end() <= segment.written_len,
+                    "a cached entry is written"
+                );
+            }
+        }
+        for pair in self.journal.iter().zip(self.journal.iter().skip(1)).take(4) {
+            assert!(
+                (pair.0.segment_start, pair.0.end()) <= (pair.1.segment_start, pair.1.position),
+                "journal entries in log order"
+            );
+            assert!(
+                pair.0.cached.is_some() || pair.1.cached.is_none(),
+                "cached entries first"
+            );
+        }
     }
 
     pub(super) fn kick_writer(&mut self) {
@@ -218,10 +293,53 @@ pub(super) struct Inner {
     pub(super) dir: PathBuf,
     pub(super) config: PartitionConfig,
     pub(super) pool: Rc<BufferPool>,
+    /// The shard's read cache (the pool's).
+    pub(super) cache: Rc<ReadCache>,
+    /// This partition, as the cache's queue names it.
+    pub(super) me: Weak<Inner>,
     pub(super) state: RefCell<State>,
     /// Woken whenever a watermark moves, the writer stops, or space frees up.
     pub(super) progress: WaitList,
     /// The writer waits here for work.
     pub(super) work: WaitList,
     pub(super) direct_io: Cell<bool>,
+}
+
+impl CacheOwner for Inner {
+    fn evict(&self, seq: u64) -> Eviction {
+        let Ok(mut state) = self.state.try_borrow_mut() else {
+            return Eviction::Busy;
+        };
+        let front = state
+            .journal
+            .front()
+            .and_then(|entry| entry.cached.as_ref());
+        match front.map(Charge::seq) {
+            Some(front) if front == seq => {
+                state.journal.pop_front();
+                Eviction::Evicted
+            }
+            // Cached batches are evicted in the order they were cached: an older one still
+            // here would mean a lost token.
+            Some(front) => {
+                debug_assert!(
+                    front > seq,
+                    "cached batch {front} outlived the eviction of {seq}"
+                );
+                Eviction::Gone
+            }
+            None => Eviction::Gone,
+        }
+    }
+
+    fn may_hold(&self, seq: u64) -> bool {
+        let Ok(state) = self.state.try_borrow() else {
+            return true;
+        };
+        state
+            .journal
+            .front()
+            .and_then(|entry| entry.cached.as_ref())
+            .is_some_and(|front| front.seq() <= seq)
+    }
 }

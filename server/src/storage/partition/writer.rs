@@ -2,7 +2,8 @@
 //! O_DIRECT vectored writes, syncs in fsync mode (group commit), creates and seals segments,
 //! and on close writes what is pending and the clean-shutdown marker.
 
-use super::state::{Inner, Segment, State};
+use super::state::{Inner, JournalEntry, Segment, State};
+use crate::storage::cache::CacheOwner;
 use crate::storage::config::AckMode;
 use crate::storage::error::{IoOperation, StorageError};
 use crate::storage::file::sync_directory;
@@ -10,7 +11,7 @@ use crate::storage::index::INDEX_ENTRY_SIZE;
 use crate::storage::pool::{BLOCK_SIZE, PooledBuf, align_down, align_up};
 use crate::storage::segment::{CLEAN_SHUTDOWN_MARKER, SegmentFiles, encode_clean_marker};
 use crate::storage::wait::join2;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 /// One write of the writer: all staged buffers of one segment.
 pub(super) struct Round {
@@ -126,6 +127,8 @@ pub(super) async fn writer_loop(inner: Rc<Inner>) {
                 result
             }
         };
+        // Bytes a write moved into the cache may take it over budget; no state is borrowed here.
+        inner.cache.trim();
         if let Err(error) = result {
             tracing::error!(
                 dir = %inner.dir.display(),
@@ -355,12 +358,26 @@ pub(super) async fn write_round(
     segment.written_len = log_end;
     state.written_end = state.written_end.max(end_offset);
     state.unwritten_bytes -= bytes;
-    while state.journal.front().is_some_and(|entry| {
+    // The batches this round wrote enter the read cache, or leave memory without one.
+    let written = |entry: &JournalEntry| {
         entry.segment_start < segment_start
-            || (entry.segment_start == segment_start
-                && entry.position + entry.bytes.len() as u64 <= log_end)
-    }) {
-        state.journal.pop_front();
+            || (entry.segment_start == segment_start && entry.end() <= log_end)
+    };
+    if inner.cache.enabled() {
+        let first = state
+            .journal
+            .partition_point(|entry| entry.cached.is_some());
+        let owner: Weak<dyn CacheOwner> = inner.me.clone();
+        for entry in state.journal.range_mut(first..) {
+            if !written(entry) {
+                break;
+            }
+            entry.cached = Some(inner.cache.admit(owner.clone(), entry.bytes.len() as u64));
+        }
+    } else {
+        while state.journal.front().is_some_and(written) {
+            state.journal.pop_front();
+        }
     }
     if !state.unsynced.iter().any(|known| Rc::ptr_eq(known, &files)) {
         state.unsynced.push(files);

@@ -1,0 +1,277 @@
+//! The read cache: batches a shard's partitions wrote recently, kept in memory so that a
+//! consumer close behind its producers is answered without touching the disk.
+//!
+//! A partition keeps its batches in its journal (`partition/state.rs`), in log order; this
+//! module holds what the shard's partitions share: the byte budget, one queue of what is held
+//! across all of them in the order it was written (the oldest is evicted first, whichever
+//! partition holds it), and the counters `/metrics` shows. Bytes enter the cache when their
+//! write completes; bytes not yet written (the memory-mode journal, batches waiting for their
+//! round) are never evicted, because they are the only copy or about to be read by the writer.
+//!
+//! Every held batch carries a [`Charge`]: whatever removes it (eviction, retention, a deleted
+//! or reopened partition) gives its bytes back by dropping it, so the accounting cannot drift.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::{Rc, Weak};
+
+/// What a partition answers when the cache asks it to drop one of its batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Eviction {
+    /// The batch was the partition's oldest cached one and is gone now.
+    Evicted,
+    /// The partition no longer holds it (retention or a purge removed it first).
+    Gone,
+    /// The partition is in the middle of a change; try again later.
+    Busy,
+}
+
+/// A holder of cached batches: a partition, seen from the cache.
+pub(crate) trait CacheOwner {
+    /// Drops the batch numbered `seq` if it is the owner's oldest cached batch.
+    fn evict(&self, seq: u64) -> Eviction;
+    /// Whether the batch numbered `seq` may still be held (true when the owner cannot tell).
+    fn may_hold(&self, seq: u64) -> bool;
+}
+
+struct Token {
+    owner: Weak<dyn CacheOwner>,
+    seq: u64,
+}
+
+/// Counters for metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CacheStats {
+    pub budget_bytes: u64,
+    pub held_bytes: u64,
+    /// Read pieces answered from memory (cached or not yet written batches).
+    pub hits: u64,
+    /// Read pieces that went to the segment files.
+    pub misses: u64,
+    pub evictions: u64,
+}
+
+/// One shard's read cache. Single-threaded, like everything a shard owns.
+pub struct ReadCache {
+    budget: u64,
+    held: Cell<u64>,
+    batches: Cell<u64>,
+    order: RefCell<VecDeque<Token>>,
+    next_seq: Cell<u64>,
+    hits: Cell<u64>,
+    misses: Cell<u64>,
+    evictions: Cell<u64>,
+}
+
+/// The bytes one cached batch holds; given back when dropped.
+pub(crate) struct Charge {
+    cache: Rc<ReadCache>,
+    bytes: u64,
+    seq: u64,
+}
+
+impl Charge {
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        let held = self.cache.held.get();
+        assert!(
+            held >= self.bytes,
+            "the cache holds {held} bytes, a batch gives back {}",
+            self.bytes
+        );
+        self.cache.held.set(held - self.bytes);
+        self.cache.batches.set(self.cache.batches.get() - 1);
+    }
+}
+
+impl ReadCache {
+    /// A cache that holds at most `budget` bytes of written batches (0: nothing is cached).
+    pub fn new(budget: u64) -> ReadCache {
+        ReadCache {
+            budget,
+            held: Cell::new(0),
+            batches: Cell::new(0),
+            order: RefCell::new(VecDeque::new()),
+            next_seq: Cell::new(0),
+            hits: Cell::new(0),
+            misses: Cell::new(0),
+            evictions: Cell::new(0),
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.budget > 0
+    }
+
+    /// Takes a written batch of `bytes` into the cache for `owner`, which keeps the returned
+    /// charge with the batch. Call [`ReadCache::trim`] once no partition state is borrowed.
+    pub(crate) fn admit(self: &Rc<Self>, owner: Weak<dyn CacheOwner>, bytes: u64) -> Charge {
+        let seq = self.next_seq.get();
+        self.next_seq.set(seq + 1);
+        self.held.set(self.held.get() + bytes);
+        self.batches.set(self.batches.get() + 1);
+        let mut order = self.order.borrow_mut();
+        order.push_back(Token { owner, seq });
+        // Batches removed by retention or deletion leave their tokens behind; drop those
+        // before they outnumber the live ones.
+        if order.len() as u64 > 2 * self.batches.get() + 1024 {
+            order.retain(|token| {
+                token
+                    .owner
+                    .upgrade()
+                    .is_some_and(|owner| owner.may_hold(token.seq))
+            });
+        }
+        Charge {
+            cache: Rc::clone(self),
+            bytes,
+            seq,
+        }
+    }
+
+    /// Evicts the oldest batches, whichever partition holds them, until the cache is within
+    /// its budget. Must not run while a partition's state is borrowed (it would be `Busy`).
+    pub fn trim(&self) {
+        while self.held.get() > self.budget {
+            let Some(token) = self.order.borrow_mut().pop_front() else {
+                return;
+            };
+            let Some(owner) = token.owner.upgrade() else {
+                continue;
+            };
+            match owner.evict(token.seq) {
+                Eviction::Evicted => self.evictions.set(self.evictions.get() + 1),
+                Eviction::Gone => {}
+                Eviction::Busy => {
+                    self.order.borrow_mut().push_front(token);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Counts where the pieces of one read came from.
+    pub(crate) fn record_read(&self, hits: u64, misses: u64) {
+        self.hits.set(self.hits.get() + hits);
+        self.misses.set(self.misses.get() + misses);
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        CacheStats {
+            budget_bytes: self.budget,
+            held_bytes: self.held.get(),
+            hits: self.hits.get(),
+            misses: self.misses.get(),
+            evictions: self.evictions.get(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An owner holding a queue of charged batches, like a partition's journal.
+    struct Owner {
+        held: RefCell<VecDeque<Charge>>,
+        busy: Cell<bool>,
+    }
+
+    impl CacheOwner for Owner {
+        fn evict(&self, seq: u64) -> Eviction {
+            if self.busy.get() {
+                return Eviction::Busy;
+            }
+            let mut held = self.held.borrow_mut();
+            match held.front() {
+                Some(front) if front.seq() == seq => {
+                    held.pop_front();
+                    Eviction::Evicted
+                }
+                _ => Eviction::Gone,
+            }
+        }
+
+        fn may_hold(&self, seq: u64) -> bool {
+            self.held.borrow().iter().any(|charge| charge.seq() == seq)
+        }
+    }
+
+    fn owner() -> Rc<Owner> {
+        Rc::new(Owner {
+            held: RefCell::new(VecDeque::new()),
+            busy: Cell::new(false),
+        })
+    }
+
+    fn admit(cache: &Rc<ReadCache>, owner: &Rc<Owner>, bytes: u64) {
+        let weak: Weak<dyn CacheOwner> = Rc::downgrade(&(Rc::clone(owner) as Rc<dyn CacheOwner>));
+        let charge = cache.admit(weak, bytes);
+        owner.held.borrow_mut().push_back(charge);
+    }
+
+    #[test]
+    fn evicts_the_oldest_batches_across_owners_down_to_the_budget() {
+        let cache = Rc::new(ReadCache::new(100));
+        let (a, b) = (owner(), owner());
+        admit(&cache, &a, 40);
+        admit(&cache, &b, 40);
+        admit(&cache, &a, 40);
+        cache.trim();
+        // a's first batch was the oldest: it goes, b's stays.
+        assert_eq!(cache.stats().held_bytes, 80);
+        assert_eq!(a.held.borrow().len(), 1);
+        assert_eq!(b.held.borrow().len(), 1);
+        assert_eq!(cache.stats().evictions, 1);
+        admit(&cache, &b, 100);
+        cache.trim();
+        assert_eq!(cache.stats().held_bytes, 100);
+        assert!(a.held.borrow().is_empty());
+        assert_eq!(b.held.borrow().len(), 1);
+    }
+
+    #[test]
+    fn removal_outside_the_cache_gives_bytes_back_and_leaves_no_live_token_behind() {
+        let cache = Rc::new(ReadCache::new(1000));
+        let a = owner();
+        for _ in 0..10 {
+            admit(&cache, &a, 10);
+        }
+        a.held.borrow_mut().drain(..5);
+        assert_eq!(cache.stats().held_bytes, 50);
+        drop(a);
+        assert_eq!(cache.stats().held_bytes, 0);
+        // Thousands of stale tokens are compacted away as new batches arrive.
+        let b = owner();
+        for _ in 0..5000 {
+            admit(&cache, &b, 1);
+            b.held.borrow_mut().pop_front();
+        }
+        assert!(cache.order.borrow().len() <= 1024 + 2);
+    }
+
+    #[test]
+    fn a_busy_owner_keeps_its_token_for_the_next_trim() {
+        let cache = Rc::new(ReadCache::new(10));
+        let a = owner();
+        admit(&cache, &a, 20);
+        a.busy.set(true);
+        cache.trim();
+        assert_eq!(cache.stats().held_bytes, 20);
+        a.busy.set(false);
+        cache.trim();
+        assert_eq!(cache.stats().held_bytes, 0);
+        assert_eq!(cache.stats().evictions, 1);
+    }
+
+    #[test]
+    fn a_zero_budget_is_disabled() {
+        assert!(!ReadCache::new(0).enabled());
+        assert!(ReadCache::new(1).enabled());
+    }
+}
