@@ -346,7 +346,7 @@ impl DirectFile {
         }
         let aligned_start = align_down(start);
         let aligned_end = align_up(end);
-        let buf = AlignedBuf::zeroed((aligned_end - aligned_start) as usize);
+        let buf = AlignedBuf::for_read((aligned_end - aligned_start) as usize);
         let (result, buf) = self.read_into(buf, aligned_start).await;
         let filled = result?;
         let head = (start - aligned_start) as usize;

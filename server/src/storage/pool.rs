@@ -8,7 +8,7 @@
 
 use super::cache::ReadCache;
 use compio::buf::{IoBuf, IoBufMut, SetLen};
-use std::alloc::{Layout, alloc_zeroed, dealloc, handle_alloc_error};
+use std::alloc::{Layout, alloc, alloc_zeroed, dealloc, handle_alloc_error};
 use std::cell::{Cell, RefCell};
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
@@ -37,12 +37,15 @@ pub const fn align_up(value: u64) -> u64 {
 
 /// A heap buffer whose address and capacity are multiples of [`BLOCK_SIZE`].
 ///
-/// The whole capacity is zeroed on allocation and only ever overwritten with initialised bytes,
-/// so every byte up to the capacity is initialised; `len` marks how many bytes are valid data.
+/// Bytes below `init` are initialised and only ever overwritten with initialised bytes; `len`
+/// (at most `init`) marks how many are valid data. A buffer for writing is zeroed on allocation
+/// (`init` is its capacity); one for reading is not (`init` starts at 0: zeroing a megabyte the
+/// device is about to overwrite cost a tenth of a consumer's CPU), and grows as reads fill it.
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     capacity: usize,
     len: usize,
+    init: usize,
 }
 
 // SAFETY: the buffer exclusively owns its allocation (like a `Vec<u8>`), so moving it to another
@@ -54,10 +57,26 @@ unsafe impl Sync for AlignedBuf {}
 impl AlignedBuf {
     /// Allocates `capacity` bytes (rounded up to a whole block, at least one), zeroed.
     pub fn zeroed(capacity: usize) -> Self {
+        Self::allocate(capacity, true)
+    }
+
+    /// Allocates `capacity` bytes (rounded up to a whole block, at least one) for a read to
+    /// fill, without zeroing them first.
+    pub fn for_read(capacity: usize) -> Self {
+        Self::allocate(capacity, false)
+    }
+
+    fn allocate(capacity: usize, zeroed: bool) -> Self {
         let capacity = align_up(capacity.max(1) as u64) as usize;
         let layout = Layout::from_size_align(capacity, BLOCK_SIZE).expect("valid layout");
         // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { alloc_zeroed(layout) };
+        let ptr = unsafe {
+            if zeroed {
+                alloc_zeroed(layout)
+            } else {
+                alloc(layout)
+            }
+        };
         let Some(ptr) = NonNull::new(ptr) else {
             handle_alloc_error(layout)
         };
@@ -65,6 +84,21 @@ impl AlignedBuf {
             ptr,
             capacity,
             len: 0,
+            init: if zeroed { capacity } else { 0 },
+        }
+    }
+
+    /// Zeroes the bytes no write has initialised yet, so the whole capacity may be handed out.
+    fn initialise_all(&mut self) {
+        if self.init < self.capacity {
+            // SAFETY: `init..capacity` lies inside the allocation; writing zeroes initialises it.
+            unsafe {
+                self.ptr
+                    .as_ptr()
+                    .add(self.init)
+                    .write_bytes(0, self.capacity - self.init);
+            }
+            self.init = self.capacity;
         }
     }
 
@@ -89,14 +123,16 @@ impl AlignedBuf {
         self.len = 0;
     }
 
-    /// Sets the valid length; every byte below the capacity is initialised, so any length up to
-    /// the capacity is sound.
+    /// Sets the valid length (bytes no write reached read as zero).
     pub fn set_filled(&mut self, len: usize) {
         assert!(
             len <= self.capacity,
             "length {len} beyond capacity {}",
             self.capacity
         );
+        if len > self.init {
+            self.initialise_all();
+        }
         self.len = len;
     }
 
@@ -118,15 +154,21 @@ impl AlignedBuf {
         padded
     }
 
+    #[cfg(test)]
+    fn as_ptr_for_test(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
     /// The valid bytes.
     pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: all `capacity` bytes are initialised (see the type's documentation).
+        // SAFETY: `len <= init`: these bytes are initialised (see the type's documentation).
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
     /// The whole capacity, for filling in place.
     pub fn whole_mut(&mut self) -> &mut [u8] {
-        // SAFETY: all `capacity` bytes are initialised and we hold `&mut self`.
+        self.initialise_all();
+        // SAFETY: all `capacity` bytes are initialised now and we hold `&mut self`.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.capacity) }
     }
 }
@@ -134,7 +176,7 @@ impl AlignedBuf {
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
         let layout = Layout::from_size_align(self.capacity, BLOCK_SIZE).expect("valid layout");
-        // SAFETY: allocated in `zeroed` with this layout.
+        // SAFETY: allocated in `allocate` with this layout.
         unsafe { dealloc(self.ptr.as_ptr(), layout) }
     }
 }
@@ -161,19 +203,27 @@ impl IoBuf for AlignedBuf {
 }
 
 impl SetLen for AlignedBuf {
+    /// Called by the runtime after I/O filled the buffer up to `len`.
     unsafe fn set_len(&mut self, len: usize) {
-        self.set_filled(len);
+        assert!(
+            len <= self.capacity,
+            "length {len} beyond capacity {}",
+            self.capacity
+        );
+        // The caller guarantees the bytes up to `len` were written.
+        self.init = self.init.max(len);
+        self.len = len;
     }
 }
 
 impl IoBufMut for AlignedBuf {
     fn as_uninit(&mut self) -> &mut [MaybeUninit<u8>] {
-        let whole = self.whole_mut();
-        // SAFETY: `MaybeUninit<u8>` has the layout of `u8`; callers only store initialised bytes.
+        // SAFETY: the allocation holds `capacity` bytes; `MaybeUninit<u8>` has the layout of
+        // `u8` and may be uninitialised. Callers (the kernel) only store initialised bytes.
         unsafe {
             std::slice::from_raw_parts_mut(
-                whole.as_mut_ptr().cast::<MaybeUninit<u8>>(),
-                whole.len(),
+                self.ptr.as_ptr().cast::<MaybeUninit<u8>>(),
+                self.capacity,
             )
         }
     }
@@ -430,6 +480,26 @@ mod tests {
             8192,
             "only one buffer fits the cache"
         );
+    }
+
+    #[test]
+    fn a_read_buffer_exposes_only_what_was_filled_and_zeroes_the_rest_on_demand() {
+        let mut buf = AlignedBuf::for_read(3 * BLOCK_SIZE);
+        assert_eq!(buf.capacity(), 3 * BLOCK_SIZE);
+        assert_eq!(buf.as_ptr_for_test() as usize % BLOCK_SIZE, 0);
+        // What a read does: write through the uninitialised view, then set the length.
+        for byte in &mut buf.as_uninit()[..BLOCK_SIZE] {
+            byte.write(7);
+        }
+        // SAFETY: the first block was just written.
+        unsafe { buf.set_len(BLOCK_SIZE) };
+        assert!(buf.as_slice().iter().all(|&b| b == 7));
+        // A length past what any read filled reads zeroes, never stale memory.
+        buf.set_filled(2 * BLOCK_SIZE);
+        assert!(buf.as_slice()[BLOCK_SIZE..].iter().all(|&b| b == 0));
+        assert!(buf.as_slice()[..BLOCK_SIZE].iter().all(|&b| b == 7));
+        buf.clear();
+        assert!(buf.whole_mut()[2 * BLOCK_SIZE..].iter().all(|&b| b == 0));
     }
 
     #[test]

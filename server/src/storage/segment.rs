@@ -405,7 +405,7 @@ async fn declared_size(
 }
 
 async fn read_whole(file: &DirectFile, len: u64) -> Result<AlignedBuf, StorageError> {
-    let buf = AlignedBuf::zeroed(len as usize);
+    let buf = AlignedBuf::for_read(len as usize);
     let (result, mut buf) = file.read_into(buf, 0).await;
     let filled = result?;
     buf.set_filled(filled.min(len as usize));
