@@ -1,10 +1,11 @@
 //! The machine's physical ceilings, measured the way the server would hit them:
 //!
 //! * **disk**: sequential O_DIRECT writes of `block_size` chunks to a new file in the server's
-//!   data directory (then `fdatasync`), and sequential O_DIRECT reads of it back, by one reader
-//!   and by two readers at once. O_DIRECT skips
-//!   the page cache, as the server's segment writes do; buffers, offsets and lengths are
-//!   4096-aligned.
+//!   data directory (then `fdatasync`) and reads of it back, one block at a time; then reads and
+//!   overwrites of it with 1, 4 and 16 requests in flight (one thread each, interleaved
+//!   blocks); then the latency of single 4 KiB writes, the floor of a `written` acknowledgement.
+//!   O_DIRECT skips the page cache, as the server's segment I/O does; buffers, offsets and
+//!   lengths are 4096-aligned.
 //! * **loopback TCP**: this binary spawns itself (`iggy-bench loopback-sink`) as a second process
 //!   that connects back to a listener here; 1 MiB writes stream `loopback_size` bytes per
 //!   connection and the sink acknowledges the byte count after EOF. Measured with one connection
@@ -39,10 +40,37 @@ pub struct DiskBaseline {
     pub write_mb_s: f64,
     /// One reader, one block at a time (queue depth 1).
     pub read_mb_s: f64,
-    /// Two readers at once over interleaved blocks (queue depth 2), summed.
+    /// Two readers at once over interleaved blocks (queue depth 2), summed. Older baselines;
+    /// newer ones measure [`DiskBaseline::depths`].
     #[serde(default)]
     pub read_parallel_mb_s: Option<f64>,
+    /// Reads and overwrites of the same file with 1, 4 and 16 requests in flight.
+    #[serde(default)]
+    pub depths: Vec<DepthFigures>,
+    /// One 4 KiB O_DIRECT write at a time into allocated space: the floor of a durable
+    /// (`written`) acknowledgement of a small batch.
+    #[serde(default)]
+    pub write_4k_latency_us: Option<LatencyFigures>,
 }
+
+/// Sequential O_DIRECT throughput with `depth` requests in flight (one thread each).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DepthFigures {
+    pub depth: u32,
+    pub read_mb_s: f64,
+    pub write_mb_s: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyFigures {
+    pub p50: f64,
+    pub p99: f64,
+}
+
+/// The queue depths `baseline` measures.
+pub const QUEUE_DEPTHS: [u32; 3] = [1, 4, 16];
+/// How many 4 KiB writes the latency figure is taken over.
+const LATENCY_SAMPLES: usize = 2000;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoopbackBaseline {
@@ -93,11 +121,14 @@ impl Baseline {
         self.disk.as_ref().map(|disk| disk.write_mb_s)
     }
 
-    /// The faster of the one- and two-reader O_DIRECT read figures.
+    /// The best O_DIRECT read figure at any queue depth measured.
     pub fn disk_read_mb_s(&self) -> Option<f64> {
-        self.disk
-            .as_ref()
-            .map(|disk| disk.read_mb_s.max(disk.read_parallel_mb_s.unwrap_or(0.0)))
+        self.disk.as_ref().map(|disk| {
+            disk.depths.iter().map(|figures| figures.read_mb_s).fold(
+                disk.read_mb_s.max(disk.read_parallel_mb_s.unwrap_or(0.0)),
+                f64::max,
+            )
+        })
     }
 
     pub fn loopback_mb_s(&self) -> Option<f64> {
@@ -107,13 +138,26 @@ impl Baseline {
     pub fn summary(&self) -> String {
         let mut parts = Vec::new();
         if let Some(disk) = &self.disk {
-            parts.push(format!(
-                "O_DIRECT write {:.0} MB/s, read {:.0} MB/s (2 readers {:.0}) ({})",
-                disk.write_mb_s,
-                disk.read_mb_s,
-                disk.read_parallel_mb_s.unwrap_or(0.0),
-                disk.dir.display()
-            ));
+            let mut text = format!(
+                "O_DIRECT write {:.0} MB/s, read {:.0} MB/s",
+                disk.write_mb_s, disk.read_mb_s
+            );
+            if let Some(parallel) = disk.read_parallel_mb_s {
+                text += &format!(" (2 readers {parallel:.0})");
+            }
+            for figures in &disk.depths {
+                text += &format!(
+                    ", QD{} read {:.0} / write {:.0} MB/s",
+                    figures.depth, figures.read_mb_s, figures.write_mb_s
+                );
+            }
+            if let Some(latency) = disk.write_4k_latency_us {
+                text += &format!(
+                    ", 4 KiB write p50 {:.0} us p99 {:.0} us",
+                    latency.p50, latency.p99
+                );
+            }
+            parts.push(format!("{text} ({})", disk.dir.display()));
         }
         if let Some(loopback) = &self.loopback {
             parts.push(format!(
@@ -260,40 +304,100 @@ pub fn measure_disk(dir: &Path, bytes: u64, block_size: u64) -> Result<DiskBasel
             "O_DIRECT read returned other bytes"
         );
 
-        // Two readers over interleaved blocks: what two consumers reading from disk can get.
-        let file = std::sync::Arc::new(file);
-        let started = Instant::now();
-        let readers: Vec<_> = (0..2u64)
-            .map(|reader| {
-                let file = file.clone();
-                std::thread::spawn(move || -> std::io::Result<()> {
-                    let mut buffer = AlignedBuffer::new(block);
-                    let mut index = reader;
-                    while index < blocks {
-                        file.read_exact_at(buffer.as_mut_slice(), index * block_size)?;
-                        index += 2;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        for reader in readers {
-            reader
-                .join()
-                .map_err(|_| Error::Protocol("disk reader panicked".into()))??;
+        drop(file);
+
+        // The same file read and overwritten (allocated space, as the server's preallocated
+        // segments) by `depth` threads at once over interleaved blocks.
+        let file = std::sync::Arc::new(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(&path)
+                .map_err(|error| direct_io_error(dir, error))?,
+        );
+        let mut depths = Vec::new();
+        for depth in QUEUE_DEPTHS {
+            let read_seconds = run_at_depth(&file, blocks, block_size, depth, false)?;
+            let write_seconds = run_at_depth(&file, blocks, block_size, depth, true)?;
+            file.sync_data()?;
+            depths.push(DepthFigures {
+                depth,
+                read_mb_s: total as f64 / BYTES_PER_MEGABYTE / read_seconds,
+                write_mb_s: total as f64 / BYTES_PER_MEGABYTE / write_seconds,
+            });
         }
-        let parallel_seconds = started.elapsed().as_secs_f64();
+        let write_4k_latency_us = Some(small_write_latency(&file, total)?);
         Ok(DiskBaseline {
             dir: dir.to_path_buf(),
             bytes: total,
             block_size,
             write_mb_s: total as f64 / BYTES_PER_MEGABYTE / write_seconds,
             read_mb_s: total as f64 / BYTES_PER_MEGABYTE / read_seconds,
-            read_parallel_mb_s: Some(total as f64 / BYTES_PER_MEGABYTE / parallel_seconds),
+            read_parallel_mb_s: None,
+            depths,
+            write_4k_latency_us,
         })
     })();
     let _ = std::fs::remove_file(&path);
     result
+}
+
+/// Reads (or overwrites) the file's `blocks` with `depth` threads, thread `t` taking blocks
+/// `t, t + depth, ...`, so `depth` requests are in flight. Returns the seconds taken.
+fn run_at_depth(
+    file: &std::sync::Arc<std::fs::File>,
+    blocks: u64,
+    block_size: u64,
+    depth: u32,
+    write: bool,
+) -> Result<f64> {
+    let started = Instant::now();
+    let workers: Vec<_> = (0..u64::from(depth))
+        .map(|worker| {
+            let file = file.clone();
+            std::thread::spawn(move || -> std::io::Result<()> {
+                let mut buffer = AlignedBuffer::new(block_size as usize);
+                let mut index = worker;
+                while index < blocks {
+                    if write {
+                        file.write_all_at(buffer.as_slice(), index * block_size)?;
+                    } else {
+                        file.read_exact_at(buffer.as_mut_slice(), index * block_size)?;
+                    }
+                    index += u64::from(depth);
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker
+            .join()
+            .map_err(|_| Error::Protocol("disk worker panicked".into()))??;
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// p50 and p99 of single 4 KiB O_DIRECT writes, one after another along the file.
+fn small_write_latency(file: &std::fs::File, file_bytes: u64) -> Result<LatencyFigures> {
+    let buffer = AlignedBuffer::new(DIRECT_IO_ALIGNMENT);
+    let slots = (file_bytes / DIRECT_IO_ALIGNMENT as u64).max(1);
+    let mut samples = Vec::with_capacity(LATENCY_SAMPLES);
+    for sample in 0..LATENCY_SAMPLES as u64 {
+        let started = Instant::now();
+        file.write_all_at(
+            buffer.as_slice(),
+            (sample % slots) * DIRECT_IO_ALIGNMENT as u64,
+        )?;
+        samples.push(started.elapsed().as_secs_f64() * 1e6);
+    }
+    samples.sort_by(f64::total_cmp);
+    let at = |quantile: f64| samples[((samples.len() - 1) as f64 * quantile) as usize];
+    Ok(LatencyFigures {
+        p50: at(0.50),
+        p99: at(0.99),
+    })
 }
 
 fn direct_io_error(dir: &Path, error: std::io::Error) -> Error {

@@ -480,6 +480,8 @@ mod tests {
                 write_mb_s: 4000.0,
                 read_mb_s: 6000.0,
                 read_parallel_mb_s: None,
+                depths: Vec::new(),
+                write_4k_latency_us: None,
             }),
             loopback: Some(LoopbackBaseline {
                 bytes_per_connection: 1,

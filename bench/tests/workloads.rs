@@ -402,6 +402,23 @@ fn baseline_measures_disk_and_loopback_and_saves_them() {
     let disk = baseline.disk.expect("disk figures");
     assert!(disk.write_mb_s > 0.0 && disk.read_mb_s > 0.0);
     assert_eq!(disk.bytes, 8 << 20);
+    let depths: Vec<u32> = disk.depths.iter().map(|figures| figures.depth).collect();
+    assert_eq!(depths, [1, 4, 16], "queue depths measured");
+    assert!(
+        disk.depths
+            .iter()
+            .all(|figures| figures.read_mb_s > 0.0 && figures.write_mb_s > 0.0)
+    );
+    let latency = disk.write_4k_latency_us.expect("4 KiB write latency");
+    assert!(
+        latency.p50 > 0.0 && latency.p50 <= latency.p99,
+        "{latency:?}"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("QD16 read") && stdout.contains("4 KiB write p50"),
+        "the summary prints the depths and the latency: {stdout}"
+    );
     let loopback = baseline.loopback.expect("loopback figures");
     assert!(loopback.single_mb_s > 0.0 && loopback.dual_mb_s > 0.0);
     assert!(
