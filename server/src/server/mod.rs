@@ -89,7 +89,7 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
         .resolve(crate::system_info::memory_limit_bytes());
     tracing::info!(
         budget = %rill_core::units::format_size(read_cache_bytes),
-        per_shard = %rill_core::units::format_size(read_cache_bytes / u64::from(shard_count)),
+        share_per_shard = %rill_core::units::format_size(read_cache_bytes / u64::from(shard_count)),
         "read cache"
     );
     let shared = Arc::new(SharedState {
@@ -110,7 +110,8 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
         password_checks: crate::auth::PasswordChecks::new(usize::from(shard_count)),
         admission,
         io_plan,
-        read_cache_bytes_per_shard: read_cache_bytes / u64::from(shard_count),
+        read_cache: crate::storage::CacheBudget::new(read_cache_bytes),
+        read_cache_bytes,
         io_driver: OnceLock::new(),
         http_address: OnceLock::new(),
         websocket_address: OnceLock::new(),

@@ -58,8 +58,9 @@ pub struct SharedState {
     pub admission: crate::admission::Admission,
     /// The I/O driver every shard's runtime is built on (`system.io_driver`), decided at start.
     pub io_plan: crate::io_driver::Plan,
-    /// Each shard's share of `[system.read_cache] size`, resolved at start.
-    pub read_cache_bytes_per_shard: u64,
+    /// `[system.read_cache] size`, resolved at start, shared by the shards' caches.
+    pub read_cache: Arc<crate::storage::CacheBudget>,
+    pub read_cache_bytes: u64,
     /// The driver the shards actually run on, once one has started.
     pub io_driver: OnceLock<crate::io_driver::IoDriver>,
     /// TLS for the TCP port, when `[tcp.tls]` is on.
@@ -129,7 +130,11 @@ impl Shard {
         let metadata = shared.metadata.handle();
         let (shutdown, shutdown_signal) = flume::bounded(1);
         let metrics = ShardMetricsHandle::new(shared.metrics.clone(), id);
-        let pool = BufferPool::new().with_read_cache_bytes(shared.read_cache_bytes_per_shard);
+        let cache = crate::storage::ReadCache::sharing(
+            shared.read_cache.clone(),
+            shared.read_cache_bytes / u64::from(shared.shard_count),
+        );
+        let pool = BufferPool::new().with_read_cache(cache);
         Shard {
             id,
             shared,

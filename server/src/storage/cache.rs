@@ -14,6 +14,8 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::{Rc, Weak};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What a partition answers when the cache asks it to drop one of its batches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,9 +53,33 @@ pub struct CacheStats {
     pub evictions: u64,
 }
 
+/// The budget all shards' caches share, and what they hold together.
+#[derive(Debug)]
+pub struct CacheBudget {
+    total: u64,
+    held: AtomicU64,
+}
+
+impl CacheBudget {
+    pub fn new(total: u64) -> Arc<CacheBudget> {
+        Arc::new(CacheBudget {
+            total,
+            held: AtomicU64::new(0),
+        })
+    }
+}
+
 /// One shard's read cache. Single-threaded, like everything a shard owns.
+///
+/// Shards share one budget without locks: each may hold more than its share (the total split
+/// evenly) while the shards together stay within the total, so a shard owning the busy
+/// partitions gets the memory the idle ones do not use. Once the total is exceeded, every
+/// shard above its share evicts its own oldest batches down to its share, at its next write or
+/// within a second (`trim` also runs on the shard's metrics tick); a shard within its share
+/// never has to, so each can always cache at least its share.
 pub struct ReadCache {
-    budget: u64,
+    budget: Arc<CacheBudget>,
+    share: u64,
     held: Cell<u64>,
     batches: Cell<u64>,
     order: RefCell<VecDeque<Token>>,
@@ -85,15 +111,26 @@ impl Drop for Charge {
             self.bytes
         );
         self.cache.held.set(held - self.bytes);
+        self.cache
+            .budget
+            .held
+            .fetch_sub(self.bytes, Ordering::Relaxed);
         self.cache.batches.set(self.cache.batches.get() - 1);
     }
 }
 
 impl ReadCache {
-    /// A cache that holds at most `budget` bytes of written batches (0: nothing is cached).
+    /// A cache of its own that holds at most `budget` bytes of written batches (0: nothing
+    /// is cached).
     pub fn new(budget: u64) -> ReadCache {
+        ReadCache::sharing(CacheBudget::new(budget), budget)
+    }
+
+    /// One shard's cache under a budget all shards share, guaranteed `share` of it.
+    pub fn sharing(budget: Arc<CacheBudget>, share: u64) -> ReadCache {
         ReadCache {
             budget,
+            share,
             held: Cell::new(0),
             batches: Cell::new(0),
             order: RefCell::new(VecDeque::new()),
@@ -105,7 +142,7 @@ impl ReadCache {
     }
 
     pub fn enabled(&self) -> bool {
-        self.budget > 0
+        self.budget.total > 0
     }
 
     /// Takes a written batch of `bytes` into the cache for `owner`, which keeps the returned
@@ -114,6 +151,7 @@ impl ReadCache {
         let seq = self.next_seq.get();
         self.next_seq.set(seq + 1);
         self.held.set(self.held.get() + bytes);
+        self.budget.held.fetch_add(bytes, Ordering::Relaxed);
         self.batches.set(self.batches.get() + 1);
         let mut order = self.order.borrow_mut();
         order.push_back(Token { owner, seq });
@@ -134,10 +172,19 @@ impl ReadCache {
         }
     }
 
-    /// Evicts the oldest batches, whichever partition holds them, until the cache is within
-    /// its budget. Must not run while a partition's state is borrowed (it would be `Busy`).
+    /// Whether this shard must give memory back: the shards together hold more than the
+    /// total and this one more than its share.
+    fn over_budget(&self) -> bool {
+        let held = self.held.get();
+        held > self.budget.total
+            || (held > self.share && self.budget.held.load(Ordering::Relaxed) > self.budget.total)
+    }
+
+    /// Evicts the oldest batches, whichever of the shard's partitions holds them, while the
+    /// cache is over budget (see the type). Must not run while a partition's state is borrowed
+    /// (it would be `Busy`).
     pub fn trim(&self) {
-        while self.held.get() > self.budget {
+        while self.over_budget() {
             let Some(token) = self.order.borrow_mut().pop_front() else {
                 return;
             };
@@ -163,7 +210,7 @@ impl ReadCache {
 
     pub fn stats(&self) -> CacheStats {
         CacheStats {
-            budget_bytes: self.budget,
+            budget_bytes: self.share,
             held_bytes: self.held.get(),
             hits: self.hits.get(),
             misses: self.misses.get(),
@@ -267,6 +314,33 @@ mod tests {
         cache.trim();
         assert_eq!(cache.stats().held_bytes, 0);
         assert_eq!(cache.stats().evictions, 1);
+    }
+
+    #[test]
+    fn shards_borrow_what_others_leave_and_shed_down_to_their_share() {
+        let budget = CacheBudget::new(100);
+        let one = Rc::new(ReadCache::sharing(budget.clone(), 50));
+        let two = Rc::new(ReadCache::sharing(budget.clone(), 50));
+        let (a, b) = (owner(), owner());
+        // Shard one holds 90 of 100 while shard two holds nothing: no eviction.
+        for _ in 0..9 {
+            admit(&one, &a, 10);
+        }
+        one.trim();
+        assert_eq!(one.stats().held_bytes, 90);
+        // Shard two writes 40: together 130. Two is within its share and keeps what it has;
+        // one sheds down to its share at its next trim.
+        for _ in 0..4 {
+            admit(&two, &b, 10);
+        }
+        two.trim();
+        assert_eq!(two.stats().held_bytes, 40);
+        one.trim();
+        assert_eq!(one.stats().held_bytes, 60);
+        assert_eq!(budget.held.load(Ordering::Relaxed), 100);
+        // Dropping everything gives the shared account back too.
+        drop((a, b));
+        assert_eq!(budget.held.load(Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -211,7 +211,7 @@ mod pool;
 mod segment;
 mod wait;
 
-pub use cache::{CacheStats, ReadCache};
+pub use cache::{CacheBudget, CacheStats, ReadCache};
 pub use config::{
     AckMode, ChecksumReads, MAX_BATCH_BYTES, MAX_SEGMENT_SIZE_BYTES, PartitionConfig,
 };

@@ -277,9 +277,14 @@ impl BufferPool {
         }
     }
 
-    /// The same pool with a read cache of `budget` bytes (0 turns caching off).
-    pub fn with_read_cache_bytes(mut self, budget: u64) -> Self {
-        self.read_cache = Rc::new(ReadCache::new(budget));
+    /// The same pool with a read cache of its own of `budget` bytes (0 turns caching off).
+    pub fn with_read_cache_bytes(self, budget: u64) -> Self {
+        self.with_read_cache(ReadCache::new(budget))
+    }
+
+    /// The same pool with `cache` (a shard's share of the server's budget).
+    pub fn with_read_cache(mut self, cache: ReadCache) -> Self {
+        self.read_cache = Rc::new(cache);
         self
     }
 

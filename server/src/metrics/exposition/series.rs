@@ -147,7 +147,7 @@ pub(super) const SHARD_SERIES: &[Series<ShardSnapshot>] = &[
     ),
     gauge_of(
         "iggy_read_cache_budget_bytes",
-        "A shard's share of [system.read_cache] size: recently written bytes it may keep for reads.",
+        "A shard's guaranteed share of [system.read_cache] size (a shard may hold more while the shards together stay within the size).",
         |s| s.read_cache_budget_bytes,
     ),
     gauge_of(
