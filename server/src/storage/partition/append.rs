@@ -8,7 +8,6 @@ use crate::storage::config::{AckMode, MAX_BATCH_BYTES, MIN_WRITE_BUFFER_BYTES};
 use crate::storage::error::StorageError;
 use crate::storage::index::IndexEntry;
 use crate::storage::pool::{BLOCK_SIZE, align_down};
-use bytes::Bytes;
 use rill_core::message::{MessageBatch, MessageView, stamp};
 use std::collections::VecDeque;
 
@@ -92,9 +91,6 @@ impl Partition {
         inner.progress.wait_until(has_space).await;
     }
 }
-
-/// Batches smaller than this are copied before the journal keeps them (see `accept`).
-const COPY_BELOW_BYTES: usize = 64 * 1024;
 
 /// Starts a new (logical) segment at the next offset; the writer creates its files.
 pub(super) fn rotate(state: &mut State) {
@@ -195,17 +191,11 @@ pub(super) fn accept(
     // Memory mode reads what is not written yet from here; with a read cache every batch is
     // kept, and its write moves it into the cache.
     if config.ack_mode == AckMode::Memory || inner.cache.enabled() {
-        // A small batch is a slice of its connection's read buffer: a copy of its own keeps
-        // the cache's accounting true to the memory it holds.
-        let bytes = if bytes.len() < COPY_BELOW_BYTES {
-            Bytes::copy_from_slice(&bytes)
-        } else {
-            bytes.freeze()
-        };
+        // A copy (see cache.rs for why): the request's buffer goes back to its connection.
         state.journal.push_back(JournalEntry {
             segment_start,
             position: base_position,
-            bytes,
+            bytes: inner.cache.bin().copy(&bytes),
             cached: None,
         });
     }

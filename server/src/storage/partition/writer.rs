@@ -3,7 +3,7 @@
 //! and on close writes what is pending and the clean-shutdown marker.
 
 use super::state::{Inner, JournalEntry, Segment, State};
-use crate::storage::cache::CacheOwner;
+use crate::storage::cache::{CacheOwner, RecycleBin};
 use crate::storage::config::AckMode;
 use crate::storage::error::{IoOperation, StorageError};
 use crate::storage::file::sync_directory;
@@ -372,7 +372,8 @@ pub(super) async fn write_round(
             if !written(entry) {
                 break;
             }
-            entry.cached = Some(inner.cache.admit(owner.clone(), entry.bytes.len() as u64));
+            let footprint = RecycleBin::footprint(entry.bytes.len()) as u64;
+            entry.cached = Some(inner.cache.admit(owner.clone(), footprint));
         }
     } else {
         while state.journal.front().is_some_and(written) {
