@@ -42,7 +42,8 @@ const MIN_IDLE_BYTES: u64 = 16 << 20;
 /// drop a batch's last reference (a poll's reply is written by the connection's shard).
 #[derive(Debug)]
 pub struct RecycleBin {
-    free: Mutex<HashMap<usize, Vec<Box<[u8]>>>>,
+    /// By capacity; each buffer empty (its length 0).
+    free: Mutex<HashMap<usize, Vec<Vec<u8>>>>,
     idle_bytes: AtomicU64,
     max_idle_bytes: u64,
 }
@@ -82,18 +83,19 @@ impl RecycleBin {
                 self.idle_bytes.fetch_sub(size as u64, Ordering::Relaxed);
                 data
             }
-            None => vec![0u8; size].into_boxed_slice(),
+            // Not zeroed: the copy writes what is read, the rest of the capacity is never read.
+            None => Vec::with_capacity(size),
         };
-        data[..bytes.len()].copy_from_slice(bytes);
+        data.extend_from_slice(bytes);
         Bytes::from_owner(Recycled {
             data: Some(data),
-            len: bytes.len(),
             bin: Arc::clone(self),
         })
     }
 
-    fn give_back(&self, data: Box<[u8]>) {
-        let size = data.len() as u64;
+    fn give_back(&self, mut data: Vec<u8>) {
+        data.clear();
+        let size = data.capacity() as u64;
         if self.idle_bytes.load(Ordering::Relaxed) + size > self.max_idle_bytes {
             return;
         }
@@ -101,7 +103,7 @@ impl RecycleBin {
         self.free
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .entry(data.len())
+            .entry(data.capacity())
             .or_default()
             .push(data);
     }
@@ -114,14 +116,13 @@ impl RecycleBin {
 
 /// A cached batch's buffer; returns to its bin when the batch's last reference goes.
 struct Recycled {
-    data: Option<Box<[u8]>>,
-    len: usize,
+    data: Option<Vec<u8>>,
     bin: Arc<RecycleBin>,
 }
 
 impl AsRef<[u8]> for Recycled {
     fn as_ref(&self) -> &[u8] {
-        &self.data.as_ref().expect("present until dropped")[..self.len]
+        self.data.as_ref().expect("present until dropped")
     }
 }
 
