@@ -31,12 +31,10 @@ use std::sync::{Mutex, PoisonError};
 pub(crate) const RECYCLED_FROM_BYTES: usize = 64 * 1024;
 /// Recycled buffers come in multiples of this size, so batches of similar sizes share them.
 const RECYCLE_GRANULE: usize = 64 * 1024;
-/// The most idle buffer memory a shard's bin keeps (an eighth of its share, at most this):
+/// The most idle buffer memory a shard's bin keeps (an eighth of its share, between these):
 /// in steady state evictions hand buffers straight to the next batches, so little waits.
 const MAX_IDLE_BYTES: u64 = 64 << 20;
-/// Memory mode keeps batches until they are written even without a cache: enough idle buffers
-/// for that churn.
-const MIN_IDLE_BYTES: u64 = 16 << 20;
+const MIN_IDLE_BYTES: u64 = 1 << 20;
 
 /// Idle buffers kept for the next cached batches, by size. Shared with the threads that may
 /// drop a batch's last reference (a poll's reply is written by the connection's shard).

@@ -191,11 +191,17 @@ pub(super) fn accept(
     // Memory mode reads what is not written yet from here; with a read cache every batch is
     // kept, and its write moves it into the cache.
     if config.ack_mode == AckMode::Memory || inner.cache.enabled() {
-        // A copy (see cache.rs for why): the request's buffer goes back to its connection.
+        // With a cache, a copy (see cache.rs for why); without one, memory mode keeps the
+        // batch only until its round, and the request's own buffer serves.
+        let bytes = if inner.cache.enabled() {
+            inner.cache.bin().copy(&bytes)
+        } else {
+            bytes.freeze()
+        };
         state.journal.push_back(JournalEntry {
             segment_start,
             position: base_position,
-            bytes: inner.cache.bin().copy(&bytes),
+            bytes,
             cached: None,
         });
     }
