@@ -4,7 +4,7 @@
 
 use crate::exposition::{Metrics, scrape};
 use iggy::prelude::*;
-use rill_integration::fixtures::{assert_batches, poll_from, send_series};
+use rill_integration::fixtures::{SentBatch, assert_batches, poll_from, send_series};
 use rill_integration::sdk::{create_stream, create_topic, id, root_client};
 use rill_integration::{ServerOptions, TestServer};
 use std::net::SocketAddr;
@@ -26,31 +26,41 @@ fn scrape_until(address: SocketAddr, ready: impl Fn(&Metrics) -> bool) -> Metric
     }
 }
 
-#[tokio::test]
-async fn recent_reads_come_from_memory_old_ones_from_the_files_within_the_budget() {
-    // Proves: with a 64 KiB budget and ~400 KB written, the newest messages are polled from the
-    // cache (hits move, misses do not), the oldest from the files (misses move), both exactly as
-    // sent; the cache holds at most its budget and has evicted. How: one shard, one partition,
-    // 60 batches of 50 test messages, polls of the tail and of the whole partition.
+/// A one-shard server with the given cache size and the HTTP endpoint, stream 0 with one
+/// partition, and `messages` test messages sent to it in batches of [`BATCH`].
+async fn one_partition_written(
+    cache_size: &str,
+    messages: u64,
+) -> (TestServer, SocketAddr, IggyClient, Vec<SentBatch>) {
     let server = TestServer::start(
         ServerOptions::new()
             .shards(1)
             .env("IGGY_HTTP_ADDRESS", "127.0.0.1:0")
-            .env("IGGY_SYSTEM_READ_CACHE_SIZE", "64 KiB"),
+            .env("IGGY_SYSTEM_READ_CACHE_SIZE", cache_size),
     );
     let http = server.http_address().expect("the HTTP endpoint listens");
     let client = root_client(&server).await;
-    create_stream(&client, "cached").await;
+    create_stream(&client, "cache").await;
     create_topic(&client, 0, "t", 1).await;
     let batches = send_series(
         &client,
         &id(0),
         &id(0),
         &Partitioning::partition_id(0),
-        (7, 0, MESSAGES),
+        (7, 0, messages),
         BATCH,
     )
     .await;
+    (server, http, client, batches)
+}
+
+#[tokio::test]
+async fn recent_reads_come_from_memory_old_ones_from_the_files_within_the_budget() {
+    // Proves: with a 64 KiB budget and ~400 KB written, the newest messages are polled from the
+    // cache (hits move, misses do not), the oldest from the files (misses move), both exactly as
+    // sent; the cache holds at most its budget and has evicted. How: one shard, one partition,
+    // 60 batches of 50 test messages, polls of the tail and of the whole partition.
+    let (_server, http, client, batches) = one_partition_written("64 KiB", MESSAGES).await;
 
     let written = scrape_until(http, |m| m.sum("iggy_read_cache_held_bytes", &[]) > 0.0);
     assert_eq!(
@@ -101,25 +111,7 @@ async fn recent_reads_come_from_memory_old_ones_from_the_files_within_the_budget
 async fn a_zero_budget_reads_everything_from_the_files() {
     // Proves: `size = 0` turns the cache off: in the default (written) ack mode nothing is held
     // and every read goes to the files, with exactly what was sent.
-    let server = TestServer::start(
-        ServerOptions::new()
-            .shards(1)
-            .env("IGGY_HTTP_ADDRESS", "127.0.0.1:0")
-            .env("IGGY_SYSTEM_READ_CACHE_SIZE", "0"),
-    );
-    let http = server.http_address().expect("the HTTP endpoint listens");
-    let client = root_client(&server).await;
-    create_stream(&client, "uncached").await;
-    create_topic(&client, 0, "t", 1).await;
-    let batches = send_series(
-        &client,
-        &id(0),
-        &id(0),
-        &Partitioning::partition_id(0),
-        (8, 0, 200),
-        BATCH,
-    )
-    .await;
+    let (_server, http, client, batches) = one_partition_written("0", 200).await;
     let all = poll_from(&client, &id(0), &id(0), 0, 0, 1000).await;
     let every: Vec<_> = batches.iter().collect();
     assert_batches(&all, &every, 0, "uncached partition");
