@@ -86,7 +86,7 @@ async fn clean(shard: &Shard) {
 }
 
 /// How often each shard publishes what only it can read (its buffer pool, its partitions'
-/// writer counters) into its cells.
+/// writer counters) into its cells, and lets its read cache shed what is above its share.
 const PUBLISH_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Starts the shard's publisher task. Request-path counters need no publishing; this covers

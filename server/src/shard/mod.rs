@@ -60,7 +60,6 @@ pub struct SharedState {
     pub io_plan: crate::io_driver::Plan,
     /// `[system.read_cache] size`, resolved at start, shared by the shards' caches.
     pub read_cache: Arc<crate::storage::CacheBudget>,
-    pub read_cache_bytes: u64,
     /// The driver the shards actually run on, once one has started.
     pub io_driver: OnceLock<crate::io_driver::IoDriver>,
     /// TLS for the TCP port, when `[tcp.tls]` is on.
@@ -132,7 +131,7 @@ impl Shard {
         let metrics = ShardMetricsHandle::new(shared.metrics.clone(), id);
         let cache = crate::storage::ReadCache::sharing(
             shared.read_cache.clone(),
-            shared.read_cache_bytes / u64::from(shared.shard_count),
+            shared.read_cache.total() / u64::from(shared.shard_count),
         );
         let pool = BufferPool::new().with_read_cache(cache);
         Shard {
@@ -271,6 +270,8 @@ impl Shard {
     /// into the shard's metric cells.
     pub fn publish_metrics(&self) {
         self.metrics.publish_pool(self.pool.stats());
+        // A shard above its share sheds it here even when it writes nothing (see ReadCache).
+        self.pool.read_cache().trim();
         self.metrics
             .publish_read_cache(self.pool.read_cache().stats());
         for partition in self.partitions.borrow().values() {
