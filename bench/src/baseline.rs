@@ -318,7 +318,12 @@ pub fn measure_disk(dir: &Path, bytes: u64, block_size: u64) -> Result<DiskBasel
         );
         let mut depths = Vec::new();
         for depth in QUEUE_DEPTHS {
-            let read_seconds = run_at_depth(&file, blocks, block_size, depth, false)?;
+            // Depth 1 is the sequential read just measured (and checked): not read again.
+            let read_seconds = if depth == 1 {
+                read_seconds
+            } else {
+                run_at_depth(&file, blocks, block_size, depth, false)?
+            };
             let write_seconds = run_at_depth(&file, blocks, block_size, depth, true)?;
             file.sync_data()?;
             depths.push(DepthFigures {

@@ -111,7 +111,6 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
         admission,
         io_plan,
         read_cache: crate::storage::CacheBudget::new(read_cache_bytes),
-        read_cache_bytes,
         io_driver: OnceLock::new(),
         http_address: OnceLock::new(),
         websocket_address: OnceLock::new(),

@@ -182,6 +182,10 @@ impl CacheBudget {
             held: AtomicU64::new(0),
         })
     }
+
+    pub fn total(&self) -> u64 {
+        self.total
+    }
 }
 
 /// One shard's read cache. Single-threaded, like everything a shard owns.

@@ -175,11 +175,11 @@ impl State {
 
     /// Drops the journal entries of segments that no longer exist (retention, purge).
     pub(super) fn forget_removed_segments(&mut self) {
-        let segment_start = self.active().start_offset.min(
-            self.segments
-                .front()
-                .map_or(u64::MAX, |segment| segment.start_offset),
-        );
+        let segment_start = self
+            .segments
+            .front()
+            .expect("a partition always has an active segment")
+            .start_offset;
         while self
             .journal
             .front()
