@@ -67,6 +67,7 @@ LAYERS = [
             "shard::message",
             "shard::allocation",
             "shard::state",
+            "cluster::link",
         ],
     ),
     ("the shard: per-thread state, owned partitions, routing", ["shard", "stats"]),
@@ -74,7 +75,7 @@ LAYERS = [
     ("transports: TCP, TLS, QUIC, WebSocket (with http, the only modules touching client sockets)", ["frontend"]),
     (
         "process: bootstrap, HTTP endpoint, maintenance tasks, scrape",
-        ["server", "http", "maintenance", "metrics::exposition", "lib"],
+        ["server", "http", "cluster", "maintenance", "metrics::exposition", "lib"],
     ),
 ]
 

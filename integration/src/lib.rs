@@ -43,4 +43,4 @@ pub mod sdk;
 pub mod sdk_v011;
 
 // The server harness lives in the test kit that every crate's tests share.
-pub use rill_testkit::{ServerOptions, TestServer, binary, server, slots};
+pub use rill_testkit::{ServerOptions, TestCluster, TestServer, binary, server, slots};

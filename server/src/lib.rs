@@ -11,6 +11,7 @@
 pub mod admission;
 pub mod auth;
 pub mod clients;
+pub mod cluster;
 pub mod config;
 pub mod control;
 pub mod encryption;

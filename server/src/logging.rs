@@ -320,7 +320,7 @@ pub fn init(
         file,
     });
     let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(&config.level))
+        .or_else(|_| EnvFilter::try_new(quiet_raft(&config.level)))
         .unwrap_or_else(|_| EnvFilter::new("info"));
     let lines = tracing_subscriber::fmt::layer()
         .with_ansi(false)
@@ -337,6 +337,18 @@ pub fn init(
         .with(export)
         .try_init();
     Ok(())
+}
+
+/// openraft logs every vote and every failed RPC to a down peer, at INFO and ERROR: the cluster
+/// module reports what an operator needs (leader changes, peers lost and found, a stopped Raft
+/// node) in its own lines, so openraft is silent unless the level names it
+/// (`level = "info,openraft=info"`, or RUST_LOG).
+fn quiet_raft(level: &str) -> String {
+    if level.contains("openraft") {
+        level.to_string()
+    } else {
+        format!("{level},openraft=off")
+    }
 }
 
 #[allow(clippy::disallowed_methods, reason = "tests")]

@@ -36,6 +36,10 @@ struct Args {
     /// flag of the same name does. All streams, messages, users and offsets are lost.
     #[arg(long)]
     fresh: bool,
+    /// This node's replica_id in the [[cluster.nodes]] roster (cluster.enabled = true): which
+    /// roster entry is this process.
+    #[arg(long, value_name = "N")]
+    replica_id: Option<u64>,
 }
 
 #[allow(
@@ -164,7 +168,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (config, warnings) = (loaded.config, loaded.warnings);
+    let (mut config, warnings) = (loaded.config, loaded.warnings);
+    if let Err(error) = config.join_cluster(args.replica_id) {
+        eprintln!("iggy-server: {error}");
+        return ExitCode::from(2);
+    }
     if args.fresh
         && let Err(error) = wipe_data_directory(&config.system.path)
     {

@@ -7,9 +7,11 @@
 //! - [`slots`]: bounds how many servers the tests of one process run at once.
 
 pub mod binary;
+pub mod cluster;
 pub mod server;
 pub mod slots;
 
+pub use cluster::TestCluster;
 pub use server::{ServerOptions, TestServer};
 
 /// A port nothing listens on right now, never the same twice in this test process (for tests of

@@ -53,6 +53,8 @@ pub struct ServerOptions {
     pub cpu_allocation: String,
     /// Extra environment variables, applied after the harness's own.
     pub env: Vec<(String, String)>,
+    /// Extra command-line arguments (e.g. `--replica-id 1`).
+    pub args: Vec<String>,
 }
 
 impl Default for ServerOptions {
@@ -60,6 +62,7 @@ impl Default for ServerOptions {
         ServerOptions {
             cpu_allocation: "2".to_string(),
             env: Vec::new(),
+            args: Vec::new(),
         }
     }
 }
@@ -73,6 +76,12 @@ impl ServerOptions {
     /// Runs `count` shards (a count larger than the CPU count is allowed).
     pub fn shards(mut self, count: u32) -> Self {
         self.cpu_allocation = count.to_string();
+        self
+    }
+
+    /// Adds a command-line argument.
+    pub fn arg(mut self, arg: &str) -> Self {
+        self.args.push(arg.to_string());
         self
     }
 
@@ -97,15 +106,20 @@ pub struct TestServer {
     // Declared after `child` so the directory outlives the process in drop order; the Drop impl
     // kills the process first anyway.
     root: TempDir,
-    _slot: Slot,
+    /// None for the nodes of a [`crate::TestCluster`], which holds the slots of all of them.
+    _slot: Option<Slot>,
 }
 
 impl TestServer {
     /// Builds the binary if needed, waits for a free server slot, then starts a server on a free
     /// port with an empty data directory and waits until it accepts TCP connections.
     pub fn start(options: ServerOptions) -> TestServer {
+        Self::start_in(options, Some(slots::acquire()))
+    }
+
+    /// Starts a server that holds `slot` (none: its caller holds one for it).
+    pub(crate) fn start_in(options: ServerOptions, slot: Option<Slot>) -> TestServer {
         let binary = server_binary();
-        let slot = slots::acquire();
         let root = tempfile::Builder::new()
             .prefix("rill-it-")
             .tempdir()
@@ -245,6 +259,7 @@ impl TestServer {
         let log_start = log.metadata().expect("server log size").len();
 
         let mut command = Command::new(&self.binary);
+        command.args(&self.options.args);
         for (key, _) in std::env::vars_os() {
             if key.to_string_lossy().starts_with("IGGY_") {
                 command.env_remove(key);

@@ -45,12 +45,28 @@ pub fn acquire() -> Slot {
     Slot(())
 }
 
+/// Takes `count` slots at once (a cluster's nodes run together): waits until they fit, or,
+/// when more than the limit is asked for, until no other server runs.
+pub fn acquire_many(count: usize) -> Vec<Slot> {
+    let limit = max_servers();
+    let mut running = RUNNING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    while *running > 0 && *running + count > limit {
+        running = FREED
+            .wait(running)
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+    }
+    *running += count;
+    (0..count).map(|_| Slot(())).collect()
+}
+
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut running = RUNNING
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         *running -= 1;
-        FREED.notify_one();
+        FREED.notify_all();
     }
 }

@@ -77,6 +77,10 @@ pub(super) fn apply(
         {
             continue;
         }
+        if let Some(rest) = name.strip_prefix("IGGY_CLUSTER_NODES_") {
+            roster_entry(table, &name, rest, &raw)?;
+            continue;
+        }
         let Some((path, example)) = leaves.iter().find(|(path, _)| env_name(path) == name) else {
             match super::upstream::env_path(&name) {
                 Some(path) => super::upstream::insert(&mut upstream, &path, sniff(&raw))?,
@@ -117,4 +121,64 @@ pub(super) fn apply(
         slot.insert(path[path.len() - 1].clone(), value);
     }
     Ok((warnings, upstream))
+}
+
+/// `IGGY_CLUSTER_NODES_<i>_<KEY>`: one key of the roster's entry `i` (from 0), creating the
+/// entries up to `i` as needed, as upstream names them.
+fn roster_entry(
+    table: &mut toml::Table,
+    name: &str,
+    rest: &str,
+    raw: &str,
+) -> Result<(), ConfigError> {
+    let unknown = || {
+        ConfigError(format!(
+            "{name}: expected IGGY_CLUSTER_NODES_<index>_<NAME|IP|ADVERTISED_ADDRESS|REPLICA_ID|\
+             PORTS_TCP|PORTS_QUIC|PORTS_HTTP|PORTS_WEBSOCKET|PORTS_TCP_REPLICA>"
+        ))
+    };
+    let (index, key) = rest.split_once('_').ok_or_else(unknown)?;
+    let index: usize = index.parse().map_err(|_| unknown())?;
+    if index >= 64 {
+        return Err(ConfigError(format!("{name}: at most 64 roster entries")));
+    }
+    let integer = || {
+        raw.trim()
+            .parse::<i64>()
+            .map(toml::Value::Integer)
+            .map_err(|_| ConfigError(format!("{name}: `{raw}` is not an integer")))
+    };
+    let (path, value): (&[&str], toml::Value) = match key {
+        "NAME" => (&["name"], toml::Value::String(raw.into())),
+        "IP" => (&["ip"], toml::Value::String(raw.into())),
+        "ADVERTISED_ADDRESS" => (&["advertised_address"], toml::Value::String(raw.into())),
+        "REPLICA_ID" => (&["replica_id"], integer()?),
+        "PORTS_TCP" => (&["ports", "tcp"], integer()?),
+        "PORTS_QUIC" => (&["ports", "quic"], integer()?),
+        "PORTS_HTTP" => (&["ports", "http"], integer()?),
+        "PORTS_WEBSOCKET" => (&["ports", "websocket"], integer()?),
+        "PORTS_TCP_REPLICA" => (&["ports", "tcp_replica"], integer()?),
+        _ => return Err(unknown()),
+    };
+    let nodes = table
+        .get_mut("cluster")
+        .and_then(toml::Value::as_table_mut)
+        .and_then(|cluster| cluster.get_mut("nodes"))
+        .and_then(toml::Value::as_array_mut)
+        .expect("the schema has cluster.nodes");
+    while nodes.len() <= index {
+        nodes.push(toml::Value::Table(toml::Table::new()));
+    }
+    let mut slot = nodes[index]
+        .as_table_mut()
+        .ok_or_else(|| ConfigError(format!("{name}: cluster.nodes[{index}] is not a table")))?;
+    for key in &path[..path.len() - 1] {
+        slot = slot
+            .entry(key.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .ok_or_else(|| ConfigError(format!("{name}: {key} is not a table")))?;
+    }
+    slot.insert(path[path.len() - 1].to_string(), value);
+    Ok(())
 }

@@ -4,12 +4,14 @@
 //! The default file is the schema: a key that it does not contain is unknown, and an unknown
 //! key or a value of the wrong shape stops the start with a message naming the key.
 
+mod cluster;
 mod env;
 mod error;
 mod sections;
 pub mod units;
 mod upstream;
 
+pub use cluster::*;
 pub use error::ConfigError;
 pub use sections::*;
 use serde::Deserialize;
@@ -34,6 +36,7 @@ pub struct Config {
     pub logging: LoggingConfig,
     pub telemetry: TelemetryConfig,
     pub limits: LimitsConfig,
+    pub cluster: ClusterConfig,
 }
 
 /// Keys whose values are never printed (`IGGY_DISPLAY_CONFIG`).
@@ -41,6 +44,8 @@ const SECRET_KEYS: &[&[&str]] = &[
     &["system", "encryption", "key"],
     &["http", "jwt", "encoding_secret"],
     &["http", "jwt", "decoding_secret"],
+    &["cluster", "auth", "shared_secret"],
+    &["cluster", "auth", "previous_shared_secret"],
 ];
 
 fn redact_secrets(table: &mut toml::Table) {
@@ -123,6 +128,29 @@ impl Config {
             warnings,
             resolved,
         })
+    }
+
+    /// Places this process in its cluster (`--replica-id`): checks the roster and gives each
+    /// transport the port the roster lists for this node, keeping the transport's own address
+    /// (its interface) and its own port where the roster gives none.
+    pub fn join_cluster(&mut self, replica_id: Option<u64>) -> Result<(), ConfigError> {
+        self.cluster.validate(replica_id)?;
+        self.cluster.replica_id = replica_id;
+        let Some(node) = replica_id.and_then(|id| self.cluster.node(id)) else {
+            return Ok(());
+        };
+        let ports = node.ports;
+        for (address, port) in [
+            (&mut self.tcp.address, ports.tcp),
+            (&mut self.quic.address, ports.quic),
+            (&mut self.http.address, ports.http),
+            (&mut self.websocket.address, ports.websocket),
+        ] {
+            if port != 0 {
+                address.set_port(port);
+            }
+        }
+        self.validate_websocket()
     }
 
     fn validate_websocket(&self) -> Result<(), ConfigError> {

@@ -229,3 +229,46 @@ fn the_http_api_keys_load_and_are_checked() {
     .unwrap_err();
     assert!(error.0.contains("http.max_request_size"), "{error:?}");
 }
+
+#[test]
+fn a_cluster_roster_from_a_file_and_the_environment() {
+    let file = r#"
+        [cluster]
+        enabled = true
+        [[cluster.nodes]]
+        name = "n0"
+        ip = "127.0.0.1"
+        replica_id = 0
+        ports = { tcp = 8090, quic = 8080, http = 3000, websocket = 8092, tcp_replica = 9090 }
+    "#;
+    let mut config = load(
+        Some(file),
+        &[
+            ("IGGY_CLUSTER_NODES_1_NAME", "n1"),
+            ("IGGY_CLUSTER_NODES_1_IP", "127.0.0.1"),
+            ("IGGY_CLUSTER_NODES_1_REPLICA_ID", "1"),
+            ("IGGY_CLUSTER_NODES_1_PORTS_TCP", "8190"),
+            ("IGGY_CLUSTER_NODES_1_PORTS_TCP_REPLICA", "9190"),
+            ("IGGY_CLUSTER_NODES_0_PORTS_TCP", "8290"),
+            ("IGGY_CLUSTER_AUTH_SHARED_SECRET", "s3cret"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(config.cluster.nodes.len(), 2);
+    assert_eq!(config.cluster.nodes[0].ports.tcp, 8290, "env over file");
+    assert_eq!(config.cluster.nodes[1].ports.tcp_replica, 9190);
+    assert_eq!(config.cluster.auth.shared_secret.0, "s3cret");
+    config.join_cluster(Some(1)).unwrap();
+    assert_eq!(config.tcp.address.port(), 8190, "the roster's port");
+    assert_eq!(config.quic.address.port(), 8080, "no roster port: its own");
+    let error = load(None, &[("IGGY_CLUSTER_NODES_X_IP", "1")])
+        .unwrap_err()
+        .0;
+    assert!(error.contains("IGGY_CLUSTER_NODES_<index>"), "{error}");
+    let mut off = load(None, &[]).unwrap();
+    assert!(
+        off.join_cluster(Some(0)).is_err(),
+        "--replica-id without a cluster"
+    );
+    off.join_cluster(None).unwrap();
+}

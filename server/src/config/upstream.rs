@@ -144,12 +144,13 @@ const KEYS: &[(&str, Rule)] = &[
         ),
     ),
     (
-        "cluster.enabled",
+        "cluster.tls.enabled",
         Unsupported(
             "false",
-            "there is no clustering: GetClusterMetadata reports one node, the leader",
+            "replica traffic is not encrypted yet: keep the replica ports on a private network",
         ),
     ),
+    // Upstream's consensus (VSR) timers, repair and shard placement have no Raft equivalent.
     ("cluster.", Quiet),
 ];
 

@@ -9,6 +9,7 @@
 //! removed). Data-plane traffic never waits on this lane.
 
 mod groups;
+mod replica;
 mod streams;
 mod tokens;
 mod topics;
@@ -27,13 +28,23 @@ use rill_core::requests::Request;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 
+pub use replica::partition_keys;
 pub use tokens::{MAX_TOKENS_PER_USER, TOKEN_NAME_LENGTH};
 pub use users::RootCredentials;
+
+enum Event {
+    Request(ControlRequest),
+    Applied(crate::cluster::link::Applied),
+    Tick,
+    Closed,
+}
 
 pub struct ControlPlane {
     shard: Rc<Shard>,
     writer: left_right::WriteHandle<Metadata, MetadataOp>,
     log: MetadataLog,
+    /// In a cluster: the channels to and from the cluster thread.
+    link: Option<crate::cluster::link::Link>,
 }
 
 impl ControlPlane {
@@ -41,9 +52,15 @@ impl ControlPlane {
         shard: Rc<Shard>,
         writer: left_right::WriteHandle<Metadata, MetadataOp>,
         log: MetadataLog,
+        link: Option<crate::cluster::link::Link>,
     ) -> Self {
         shard.metrics.metadata_log_bytes.set(log.len());
-        ControlPlane { shard, writer, log }
+        ControlPlane {
+            shard,
+            writer,
+            log,
+            link,
+        }
     }
 
     /// Serves control requests until every sender is gone, and removes expired personal access
@@ -52,28 +69,44 @@ impl ControlPlane {
         mut self,
         requests: flume::Receiver<ControlRequest>,
         token_cleanup_interval: std::time::Duration,
+        root: Option<RootCredentials>,
     ) {
         let mut next_cleanup = std::time::Instant::now() + token_cleanup_interval;
         loop {
-            let wait = next_cleanup.saturating_duration_since(std::time::Instant::now());
-            let next = compio::time::timeout(wait, requests.recv_async()).await;
-            let Ok(next) = next else {
-                match self.delete_expired_tokens().await {
-                    Ok(0) => {}
-                    Ok(count) => tracing::info!(count, "deleted expired personal access tokens"),
-                    Err(code) => {
-                        tracing::warn!(%code, "cannot delete expired personal access tokens")
-                    }
+            let now = std::time::Instant::now();
+            if now >= next_cleanup {
+                self.delete_expired_tokens_here().await;
+                next_cleanup = now + token_cleanup_interval;
+            }
+            let request = match self.next_event(&requests, next_cleanup - now).await {
+                Event::Request(request) => request,
+                Event::Applied(applied) => {
+                    self.apply_committed(applied, false).await;
+                    continue;
                 }
-                next_cleanup = std::time::Instant::now() + token_cleanup_interval;
-                continue;
-            };
-            let Ok(request) = next else {
-                break;
+                Event::Tick => {
+                    // A cluster's root user is created by its first leader, once.
+                    let leader = self.link.as_ref().is_some_and(|link| link.view.is_leader());
+                    if let Some(root) = &root
+                        && leader
+                        && let Err(code) = self.ensure_root(root).await
+                    {
+                        tracing::warn!(%code, "cannot create the root user yet");
+                    }
+                    continue;
+                }
+                Event::Closed => break,
             };
             let name = request.command.name();
+            let follower = self
+                .link
+                .as_ref()
+                .is_some_and(|link| !link.view.is_leader());
             let result = if request.revoked.load(Ordering::Acquire) {
                 Err(ErrorCode::Unauthenticated)
+            } else if follower && !request.forwarded {
+                self.forward(request.command, request.user_id, request.client_id)
+                    .await
             } else {
                 self.execute(request.command, request.user_id, request.client_id)
                     .await
@@ -82,6 +115,60 @@ impl ControlPlane {
                 tracing::debug!(command = name, %code, "control request refused");
             }
             let _ = request.reply.send(result);
+        }
+    }
+
+    /// The next thing to do: a request, a change the cluster committed, or, after `wait` (at
+    /// most half a second in a cluster), a tick.
+    async fn next_event(
+        &mut self,
+        requests: &flume::Receiver<ControlRequest>,
+        wait: std::time::Duration,
+    ) -> Event {
+        use futures_util::future::{Either, select};
+        let Some(link) = &self.link else {
+            return match compio::time::timeout(wait, requests.recv_async()).await {
+                Ok(Ok(request)) => Event::Request(request),
+                Ok(Err(_)) => Event::Closed,
+                Err(_) => Event::Tick,
+            };
+        };
+        let wait = wait.min(std::time::Duration::from_millis(500));
+        let next = {
+            let request = std::pin::pin!(requests.recv_async());
+            let applied = std::pin::pin!(link.applied.recv_async());
+            match compio::time::timeout(wait, select(request, applied)).await {
+                Ok(Either::Left((request, _))) => Some(Either::Left(request)),
+                Ok(Either::Right((applied, _))) => Some(Either::Right(applied)),
+                Err(_) => None,
+            }
+        };
+        match next {
+            Some(Either::Left(Ok(request))) => Event::Request(request),
+            Some(Either::Left(Err(_))) => Event::Closed,
+            Some(Either::Right(Ok(applied))) => Event::Applied(applied),
+            Some(Either::Right(Err(_))) => {
+                tracing::error!("the cluster thread stopped: this node applies no more changes");
+                self.link = None;
+                Event::Tick
+            }
+            None => Event::Tick,
+        }
+    }
+
+    /// Deletes expired personal access tokens (in a cluster, the leader does, for everyone).
+    async fn delete_expired_tokens_here(&mut self) {
+        if self
+            .link
+            .as_ref()
+            .is_some_and(|link| !link.view.is_leader())
+        {
+            return;
+        }
+        match self.delete_expired_tokens().await {
+            Ok(0) => {}
+            Ok(count) => tracing::info!(count, "deleted expired personal access tokens"),
+            Err(code) => tracing::warn!(%code, "cannot delete expired personal access tokens"),
         }
     }
 
@@ -145,8 +232,19 @@ impl ControlPlane {
         }
     }
 
-    /// Makes `op` durable, then visible. Compacts the log when it has grown past its threshold.
+    /// Makes `op` durable, then visible: committed through the metadata group first in a
+    /// cluster (`replica.rs`).
     async fn commit(&mut self, op: MetadataOp) -> Result<(), ErrorCode> {
+        if self.link.is_some() {
+            self.commit_replicated(op).await
+        } else {
+            self.commit_local(op).await
+        }
+    }
+
+    /// Makes `op` durable in the local metadata log, then visible. Compacts the log when it has
+    /// grown past its threshold.
+    async fn commit_local(&mut self, op: MetadataOp) -> Result<(), ErrorCode> {
         self.log.append(&op).await.map_err(|error| {
             tracing::error!(%error, "cannot append to the metadata log");
             ErrorCode::IoError

@@ -205,7 +205,7 @@ impl ControlPlane {
     }
 
     /// Ends the user's sessions (but `except`): they are refused from their next request.
-    fn end_sessions(&self, user_id: u32, except: Option<u32>, why: &'static str) {
+    pub(super) fn end_sessions(&self, user_id: u32, except: Option<u32>, why: &'static str) {
         let ended = self.shard.shared.clients.revoke_user(user_id, except);
         if ended > 0 {
             tracing::info!(user_id, sessions = ended, why, "ended the user's sessions");

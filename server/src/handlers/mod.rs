@@ -75,7 +75,7 @@ pub async fn handle(shard: &Shard, session: &mut Session, request: Request) -> H
         Request::GetMe(_) => system::me(shard, session),
         Request::GetClient(request) => system::client(shard, user_id, request),
         Request::GetClients(_) => system::clients(shard, user_id),
-        Request::GetClusterMetadata(_) => system::cluster_metadata(shard),
+        Request::GetClusterMetadata(_) => system::cluster_metadata(shard, session),
         Request::GetSnapshot(request) => snapshot::snapshot(shard, user_id, request).await,
         Request::GetStream(request) => streams::get_stream(shard, user_id, request),
         Request::GetStreams(_) => streams::get_streams(shard, user_id),

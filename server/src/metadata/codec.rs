@@ -1,7 +1,7 @@
 //! Binary form of [`MetadataOp`] inside metadata log records. Integers are little-endian,
 //! strings are u32-length-prefixed UTF-8; the permissions blob is the wire protocol's.
 
-use super::model::{MetadataOp, PersonalAccessToken, TopicSettings, User};
+use super::model::{MetadataOp, PersonalAccessToken, RaftLogId, TopicSettings, User};
 use bytes::BufMut;
 use rill_core::primitives::{CompressionAlgorithm, Permissions, UserStatus};
 use rill_core::{Decode, DecodeError, Encode, Reader};
@@ -23,6 +23,7 @@ const CREATE_TOKEN: u8 = 14;
 const DELETE_TOKEN: u8 = 15;
 const CREATE_CONSUMER_GROUP: u8 = 16;
 const DELETE_CONSUMER_GROUP: u8 = 17;
+const REPLICATED: u8 = 18;
 
 fn put_optional_permissions(out: &mut Vec<u8>, permissions: &Option<Permissions>) {
     match permissions {
@@ -204,6 +205,15 @@ pub fn encode(op: &MetadataOp) -> Vec<u8> {
             out.put_u32_le(*topic_id);
             out.put_u32_le(*id);
         }
+        MetadataOp::Replicated { log_id, op } => {
+            out.put_u8(REPLICATED);
+            out.put_u64_le(log_id.term);
+            out.put_u64_le(log_id.leader);
+            out.put_u64_le(log_id.index);
+            if let Some(op) = op {
+                out.extend_from_slice(&encode(op));
+            }
+        }
     }
     out
 }
@@ -305,6 +315,21 @@ pub fn decode(bytes: &[u8]) -> Result<MetadataOp, DecodeError> {
             topic_id: reader.u32("topic")?,
             id: reader.u32("id")?,
         },
+        REPLICATED => {
+            let log_id = RaftLogId {
+                term: reader.u64("term")?,
+                leader: reader.u64("leader")?,
+                index: reader.u64("index")?,
+            };
+            let rest = reader.rest();
+            let op = match rest.first() {
+                None => None,
+                // One level only: a change is never nested in another.
+                Some(&REPLICATED) => return Err(DecodeError::invalid("nested replicated op")),
+                Some(_) => Some(Box::new(decode(rest)?)),
+            };
+            return Ok(MetadataOp::Replicated { log_id, op });
+        }
         _ => return Err(DecodeError::invalid("metadata op tag")),
     };
     if !reader.is_empty() {
@@ -326,7 +351,17 @@ mod tests {
             max_topic_size: u64::MAX,
             replication_factor: 1,
         };
+        let log_id = RaftLogId {
+            term: 4,
+            leader: 2,
+            index: 99,
+        };
         let ops = [
+            MetadataOp::Replicated { log_id, op: None },
+            MetadataOp::Replicated {
+                log_id,
+                op: Some(Box::new(MetadataOp::DeleteStream { id: 7 })),
+            },
             MetadataOp::CreateStream {
                 id: 3,
                 name: "s".into(),
@@ -422,5 +457,18 @@ mod tests {
                 "truncated {op:?} decoded"
             );
         }
+    }
+
+    #[test]
+    fn a_replicated_op_is_never_nested() {
+        let log_id = RaftLogId {
+            term: 1,
+            leader: 0,
+            index: 1,
+        };
+        let inner = encode(&MetadataOp::Replicated { log_id, op: None });
+        let mut outer = encode(&MetadataOp::Replicated { log_id, op: None });
+        outer.extend_from_slice(&inner);
+        assert!(decode(&outer).is_err());
     }
 }

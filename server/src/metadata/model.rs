@@ -13,6 +13,18 @@ pub struct Metadata {
     pub users: BTreeMap<u32, User>,
     /// Personal access tokens by the hex SHA-256 of the token (the token itself is never stored).
     pub tokens: BTreeMap<String, PersonalAccessToken>,
+    /// In a cluster: the Raft log id (term, leader, index) of the last replicated change this
+    /// state includes. Kept in the same record as the change, so a restart never applies a
+    /// change twice nor skips one.
+    pub replicated: Option<RaftLogId>,
+}
+
+/// A Raft log id: term, the leader that appended the entry, index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RaftLogId {
+    pub term: u64,
+    pub leader: u64,
+    pub index: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,6 +196,12 @@ pub enum MetadataOp {
         topic_id: u32,
         id: u32,
     },
+    /// A change committed by the cluster's metadata group (`op`), or, without one, only the
+    /// log id the state has reached (a snapshot's last record).
+    Replicated {
+        log_id: RaftLogId,
+        op: Option<Box<MetadataOp>>,
+    },
 }
 
 /// Most partitions one CreateTopic or CreatePartitions op may add: the control lane's limit per
@@ -197,6 +215,12 @@ impl Metadata {
     /// the state is a bug in the caller; it is ignored rather than crashing a reader copy.
     pub fn apply(&mut self, op: &MetadataOp) {
         match op {
+            MetadataOp::Replicated { log_id, op } => {
+                if let Some(op) = op {
+                    self.apply(op);
+                }
+                self.replicated = Some(*log_id);
+            }
             MetadataOp::CreateStream {
                 id,
                 name,
@@ -474,6 +498,9 @@ impl Metadata {
                     });
                 }
             }
+        }
+        if let Some(log_id) = self.replicated {
+            ops.push(MetadataOp::Replicated { log_id, op: None });
         }
         ops
     }

@@ -6,7 +6,7 @@ use crate::metadata::log::{self, MetadataLog, Recovered};
 use crate::metadata::{Metadata, MetadataOp};
 use crate::shard::allocation::{CpuAllocation, ShardPlacement, allowed_cpus, pin_current_thread};
 use crate::shard::message::{ControlRequest, ShardMessage};
-use crate::shard::table::{PartitionKey, ShardsTable};
+use crate::shard::table::ShardsTable;
 use crate::shard::{Shard, SharedState};
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -57,7 +57,7 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
     }
 
     let shards_table = ShardsTable::new();
-    for key in partition_keys(&recovered.metadata) {
+    for key in crate::control::partition_keys(&recovered.metadata) {
         shards_table.insert_creating(key, key.owner(shard_count));
     }
     let groups = crate::groups::ConsumerGroups::new(config.consumer_group.rebalancing_timeout.0);
@@ -75,11 +75,27 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
     }
     let (writer, reader) =
         left_right::new_from_empty::<Metadata, MetadataOp>(recovered.metadata.clone());
+    let (control_sender, control_receiver) = flume::bounded(CONTROL_CAPACITY);
+    let cluster = match config.cluster.replica_id {
+        Some(replica_id) if config.cluster.enabled => {
+            let applied = recovered
+                .metadata
+                .replicated
+                .map(|id| (id.term, id.leader, id.index));
+            Some(crate::cluster::start(
+                &config,
+                replica_id,
+                &config.system.path,
+                applied,
+                control_sender.clone(),
+            )?)
+        }
+        _ => None,
+    };
     let frontends = Frontends::prepare(&config, usize::from(shard_count))?;
     let (inbox_senders, inbox_receivers): (Vec<_>, Vec<_>) = (0..shard_count)
         .map(|_| flume::bounded(INBOX_CAPACITY))
         .unzip();
-    let (control_sender, control_receiver) = flume::bounded(CONTROL_CAPACITY);
     let admission = crate::admission::Admission::new(config.limits.clone());
     let io_driver = io_plan.driver;
     let read_cache_bytes = config
@@ -117,6 +133,7 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
         websocket_tls: frontends.websocket_tls,
         metrics: Arc::new(crate::metrics::Metrics::new(shard_count)),
         encryption,
+        cluster: cluster.as_ref().map(|link| link.view.clone()),
     });
     drop(reader);
 
@@ -136,7 +153,7 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
         }
     }
     let (events, event_receiver) = mpsc::channel();
-    let control = (writer, control_receiver, recovered, root);
+    let control = (writer, control_receiver, recovered, root, cluster);
     let quic = (frontends.quic_sockets, frontends.quic_config);
     let inboxes = inbox_receivers.into_iter().zip(http_receivers).collect();
     let threads = start_shards(&shared, placements, inboxes, quic, control, &events)?;
@@ -340,21 +357,6 @@ fn open_data_directory(
     Ok((recovered, encryption))
 }
 
-fn partition_keys(metadata: &Metadata) -> Vec<PartitionKey> {
-    metadata
-        .streams
-        .values()
-        .flat_map(|stream| {
-            stream.topics.values().flat_map(move |topic| {
-                topic
-                    .partitions
-                    .iter()
-                    .map(move |partition| PartitionKey::new(stream.id, topic.id, partition.id))
-            })
-        })
-        .collect()
-}
-
 #[allow(
     clippy::disallowed_methods,
     reason = "boot: runs before any shard serves"
@@ -417,6 +419,7 @@ type ControlParts = (
     flume::Receiver<ControlRequest>,
     Recovered,
     RootCredentials,
+    Option<crate::cluster::link::Link>,
 );
 
 /// Takes the shard's inbox messages: work for the shard (each as its own task), connections
@@ -473,15 +476,22 @@ fn shard_main(
         compio::runtime::spawn(serve_inbox(shard.clone(), inbox)).detach();
         compio::runtime::spawn(crate::http::serve_tasks(shard.clone(), http_tasks)).detach();
 
-        if let Some((writer, requests, recovered, root)) = control {
+        if let Some((writer, requests, recovered, root, cluster)) = control {
             let state_dir = shared.config.system.path.join("state");
             let cipher = shared.encryption.as_ref().map(|key| key.metadata_log());
             let log = MetadataLog::open(&state_dir, &recovered, shared.config.system.state.snapshot_threshold.0, cipher)
                 .await
                 .map_err(|error| format!("cannot open the metadata log: {error}"))?;
-            let mut control = ControlPlane::new(shard.clone(), writer, log);
-            control.ensure_root(&root).await.map_err(|code| format!("cannot create the root user: {code}"))?;
-            compio::runtime::spawn(control.run(requests, TOKEN_CLEANUP_INTERVAL)).detach();
+            let clustered = cluster.is_some();
+            let mut control = ControlPlane::new(shard.clone(), writer, log, cluster);
+            // A cluster's root user is created once, by its first leader (ControlPlane::run).
+            let root = if clustered {
+                Some(root)
+            } else {
+                control.ensure_root(&root).await.map_err(|code| format!("cannot create the root user: {code}"))?;
+                None
+            };
+            compio::runtime::spawn(control.run(requests, TOKEN_CLEANUP_INTERVAL, root)).detach();
         }
 
         let owned: Vec<_> = shared

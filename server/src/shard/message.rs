@@ -177,6 +177,9 @@ pub struct ControlRequest {
     /// while its request waited in the lane is refused, never served as a user that reuses
     /// the id.
     pub revoked: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// In a cluster: the request came from a follower, so this lane runs it or refuses it,
+    /// never forwards it again.
+    pub forwarded: bool,
     pub reply: Reply<Vec<u8>>,
 }
 

@@ -74,6 +74,8 @@ pub struct SharedState {
     pub metrics: Arc<Metrics>,
     /// `[system.encryption]`'s key, when encryption at rest is on.
     pub encryption: Option<crate::encryption::MasterKey>,
+    /// The cluster as this node sees it (roster, leader, peers' health), in cluster mode.
+    pub cluster: Option<Arc<crate::cluster::link::ClusterView>>,
 }
 
 impl SharedState {
@@ -185,6 +187,7 @@ impl Shard {
                 user_id: session.user_id.ok_or(ErrorCode::Unauthenticated)?,
                 client_id: session.client_id,
                 revoked: session.revocation(),
+                forwarded: false,
                 reply,
             })
             .await

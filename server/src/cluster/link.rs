@@ -1,0 +1,229 @@
+//! What the rest of the server knows of the cluster: the roster with each node's live role and
+//! health (`ClusterView`, read by GetClusterMetadata), and the channels between shard 0's
+//! control lane and the cluster thread (proposals out, committed changes in).
+
+use crate::config::{ClusterConfig, NodePorts};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// One replicated change of the metadata: a `MetadataOp` in the metadata log's binary form
+/// (`metadata/codec.rs`), so every node applies exactly the bytes the leader validated.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Command {
+    pub op: Vec<u8>,
+}
+
+impl fmt::Debug for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Command({} bytes)", self.op.len())
+    }
+}
+
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// One committed metadata change on its way to the control lane, in log order.
+pub struct Applied {
+    /// The entry's log id: index, term and the leader that appended it.
+    pub index: u64,
+    pub term: u64,
+    pub leader: u64,
+    pub command: Command,
+    /// Answered by the lane once the change is applied (or skipped as applied before).
+    pub done: flume::Sender<()>,
+}
+
+/// Why a proposal was not committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProposeError {
+    /// This node is not the leader (the leader's replica id, when one is known).
+    NotLeader(Option<u64>),
+    /// Leadership was lost or the cluster thread stopped before the change committed. It may
+    /// still commit later (under the next leader) and then arrive as `Applied`.
+    Failed(String),
+}
+
+/// A metadata change the leader's control lane wants committed.
+pub struct Proposal {
+    pub command: Command,
+    /// The committed entry's index.
+    pub reply: flume::Sender<Result<u64, ProposeError>>,
+}
+
+/// A metadata change asked of a follower, sent to the leader's control lane as it is.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Forwarded {
+    pub user_id: u32,
+    pub client_id: u32,
+    pub command: ForwardedCommand,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ForwardedCommand {
+    /// A protocol request: its command code and payload.
+    Request { code: u32, payload: Vec<u8> },
+    /// A password change verified on the follower (`ControlCommand::SetPassword`).
+    SetPassword {
+        user_id: u32,
+        verified_hash: String,
+        new_hash: String,
+    },
+}
+
+/// The leader's answer: the reply's payload and the index its change was committed at (the
+/// follower answers once it has applied that far), or the status code of a refusal.
+pub type ForwardAnswer = Result<(Vec<u8>, u64), u32>;
+
+/// A forwarded change on its way from the follower's control lane to the cluster thread.
+pub struct Forward {
+    pub request: Forwarded,
+    pub reply: flume::Sender<ForwardAnswer>,
+}
+
+/// Status codes of protocol.md §7.10.
+pub const STATUS_HEALTHY: u8 = 0;
+pub const STATUS_UNREACHABLE: u8 = 3;
+pub const ROLE_LEADER: u8 = 0;
+pub const ROLE_FOLLOWER: u8 = 1;
+
+const NO_LEADER: u64 = u64::MAX;
+
+pub struct NodeView {
+    pub replica_id: u64,
+    pub name: String,
+    /// The address clients are given (advertised_address, else ip).
+    pub host: String,
+    pub ports: NodePorts,
+    /// Milliseconds since the view was made when this node was last heard from; 0 = never.
+    heard_at: AtomicU64,
+}
+
+/// The roster and what this node currently believes about it.
+pub struct ClusterView {
+    pub name: String,
+    pub me: u64,
+    pub nodes: Vec<NodeView>,
+    leader: AtomicU64,
+    /// A peer not heard from for this long is reported unreachable.
+    pub freshness: Duration,
+    since: Instant,
+}
+
+impl ClusterView {
+    pub fn new(config: &ClusterConfig, me: u64) -> ClusterView {
+        ClusterView {
+            name: config.name.clone(),
+            me,
+            nodes: config
+                .nodes
+                .iter()
+                .map(|node| NodeView {
+                    replica_id: node.replica_id,
+                    name: node.name.clone(),
+                    host: node.client_host().to_string(),
+                    ports: node.ports,
+                    heard_at: AtomicU64::new(0),
+                })
+                .collect(),
+            leader: AtomicU64::new(NO_LEADER),
+            // Peers ping each other every heartbeat; three missed in a row is unreachable.
+            freshness: (config.commit_broadcast_interval.0 * 3).max(Duration::from_secs(1)),
+            since: Instant::now(),
+        }
+    }
+
+    /// Records that `replica_id` answered or spoke just now.
+    pub fn heard(&self, replica_id: u64) {
+        if let Some(node) = self.nodes.iter().find(|node| node.replica_id == replica_id) {
+            let now = self.since.elapsed().as_millis() as u64;
+            node.heard_at.store(now.max(1), Ordering::Relaxed);
+        }
+    }
+
+    pub fn set_leader(&self, leader: Option<u64>) {
+        self.leader
+            .store(leader.unwrap_or(NO_LEADER), Ordering::Release);
+    }
+
+    pub fn leader(&self) -> Option<u64> {
+        Some(self.leader.load(Ordering::Acquire)).filter(|id| *id != NO_LEADER)
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.leader() == Some(self.me)
+    }
+
+    pub fn role(&self, replica_id: u64) -> u8 {
+        if self.leader() == Some(replica_id) {
+            ROLE_LEADER
+        } else {
+            ROLE_FOLLOWER
+        }
+    }
+
+    pub fn status(&self, replica_id: u64) -> u8 {
+        if replica_id == self.me {
+            return STATUS_HEALTHY;
+        }
+        let Some(node) = self.nodes.iter().find(|node| node.replica_id == replica_id) else {
+            return STATUS_UNREACHABLE;
+        };
+        let heard = node.heard_at.load(Ordering::Relaxed);
+        let now = self.since.elapsed().as_millis() as u64;
+        if heard != 0 && now.saturating_sub(heard) <= self.freshness.as_millis() as u64 {
+            STATUS_HEALTHY
+        } else {
+            STATUS_UNREACHABLE
+        }
+    }
+}
+
+/// Shard 0's ends of the cluster thread's channels.
+pub struct Link {
+    pub view: std::sync::Arc<ClusterView>,
+    pub proposals: flume::Sender<Proposal>,
+    pub applied: flume::Receiver<Applied>,
+    pub forwards: flume::Sender<Forward>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view() -> ClusterView {
+        let table: toml::Table = r#"
+            enabled = true
+            name = "c"
+            heartbeat_timeout = "2 s"
+            commit_broadcast_interval = "200 ms"
+            auth = { enabled = false, shared_secret = "", previous_shared_secret = "" }
+            nodes = [
+                { name = "a", ip = "127.0.0.1", replica_id = 0, ports = { tcp = 1, tcp_replica = 2 } },
+                { name = "b", ip = "127.0.0.1", replica_id = 5, ports = { tcp = 3, tcp_replica = 4 } },
+            ]
+        "#
+        .parse()
+        .unwrap();
+        ClusterView::new(&table.try_into().unwrap(), 0)
+    }
+
+    #[test]
+    fn roles_follow_the_leader_and_health_follows_what_was_heard() {
+        let view = view();
+        assert_eq!(view.leader(), None);
+        assert_eq!(view.role(0), ROLE_FOLLOWER);
+        view.set_leader(Some(5));
+        assert_eq!((view.role(5), view.role(0)), (ROLE_LEADER, ROLE_FOLLOWER));
+        assert!(!view.is_leader());
+        assert_eq!(view.status(0), STATUS_HEALTHY, "itself");
+        assert_eq!(view.status(5), STATUS_UNREACHABLE, "never heard");
+        view.heard(5);
+        assert_eq!(view.status(5), STATUS_HEALTHY);
+        assert_eq!(view.status(9), STATUS_UNREACHABLE, "not in the roster");
+    }
+}

@@ -1,0 +1,17 @@
+//! Clustering: the metadata replicated through one Raft group (openraft) among the nodes of
+//! `[cluster]`'s roster.
+//!
+//! `link` is what the rest of the server sees (the view of the roster, the channels to and from
+//! shard 0's control lane); the rest runs on the cluster thread (`node`): the replica port's
+//! bytes (`wire`), openraft's RPCs to peers (`network`), the Raft log (`store`) and the state
+//! machine that hands committed changes to the control lane (`machine`).
+
+pub mod link;
+mod machine;
+mod network;
+mod node;
+mod store;
+mod types;
+mod wire;
+
+pub use node::start;

@@ -1,0 +1,330 @@
+//! The control lane in a cluster: a change is committed through the metadata group before it
+//! is applied, and every node applies the committed changes in log order.
+//!
+//! On the leader, a command validates against the metadata as today, then [`commit`] proposes
+//! its op and, while waiting for the commit, applies every committed change the cluster thread
+//! hands over (its own among them: the proposal's answer comes after its entry was applied).
+//! On every node, a committed change is written to the local metadata log wrapped in
+//! `MetadataOp::Replicated`, whose log id makes a restart resume exactly after it. A change this
+//! lane did not propose (a follower's, or one from an earlier leader) gets its side effects from
+//! the difference between the metadata before and after (`reconcile`): partitions opened or
+//! closed, directories removed, group membership and user sessions ended; a proposed change gets
+//! them from the command that made it, as on a single node.
+//!
+//! [`commit`]: ControlPlane::commit
+
+use super::ControlPlane;
+use super::streams::remove_dir;
+use crate::cluster::link::{
+    Applied, Command, Forward, Forwarded, ForwardedCommand, Proposal, ProposeError,
+};
+use crate::groups::GroupKey;
+use crate::layout::{stream_dir, topic_dir};
+use crate::metadata::{Metadata, MetadataOp, RaftLogId, codec};
+use crate::shard::message::ControlCommand;
+use crate::shard::table::PartitionKey;
+use futures_util::future::{Either, select};
+use rill_core::ErrorCode;
+use std::collections::BTreeSet;
+use std::pin::pin;
+
+/// Every partition the metadata holds.
+pub fn partition_keys(metadata: &Metadata) -> Vec<PartitionKey> {
+    metadata
+        .streams
+        .values()
+        .flat_map(|stream| {
+            stream.topics.values().flat_map(move |topic| {
+                topic
+                    .partitions
+                    .iter()
+                    .map(move |partition| PartitionKey::new(stream.id, topic.id, partition.id))
+            })
+        })
+        .collect()
+}
+
+impl ControlPlane {
+    /// Commits `op` through the metadata group and returns once it is applied here.
+    pub(super) async fn commit_replicated(&mut self, op: MetadataOp) -> Result<(), ErrorCode> {
+        let link = self.link.as_ref().expect("a cluster member");
+        if !link.view.is_leader() {
+            return Err(not_leader(link.view.leader()));
+        }
+        let bytes = codec::encode(&op);
+        let (reply, answer) = flume::bounded(1);
+        link.proposals
+            .send_async(Proposal {
+                command: Command { op: bytes.clone() },
+                reply,
+            })
+            .await
+            .map_err(|_| ErrorCode::Error)?;
+        let committed = link.applied.clone();
+        let mut mine_applied = false;
+        loop {
+            let next = {
+                let answered = pin!(answer.recv_async());
+                let applied = pin!(committed.recv_async());
+                match select(answered, applied).await {
+                    Either::Left((answer, _)) => Either::Left((answer, ())),
+                    Either::Right((applied, _)) => Either::Right((applied, ())),
+                }
+            };
+            match next {
+                Either::Left((Ok(Ok(index)), _)) => {
+                    // The answer follows the entry's application, so it was applied just now
+                    // (or, after a restart in between, before).
+                    tracing::debug!(index, "metadata change committed");
+                    debug_assert!(mine_applied || self.replicated_index() >= index);
+                    return Ok(());
+                }
+                Either::Left((Ok(Err(error)), _)) => {
+                    tracing::warn!(?error, "metadata change not committed");
+                    return Err(match error {
+                        ProposeError::NotLeader(leader) => not_leader(leader),
+                        ProposeError::Failed(_) => ErrorCode::Error,
+                    });
+                }
+                Either::Left((Err(_), _)) => return Err(ErrorCode::Error),
+                Either::Right((Ok(applied), _)) => {
+                    let mine = !mine_applied && applied.command.op == bytes;
+                    mine_applied |= mine;
+                    self.apply_committed(applied, mine).await;
+                }
+                Either::Right((Err(_), _)) => return Err(ErrorCode::Error),
+            }
+        }
+    }
+
+    /// A follower's change: run by the leader's lane, answered here once this node has
+    /// applied it, so the client that made it reads it back from this node.
+    pub(super) async fn forward(
+        &mut self,
+        command: ControlCommand,
+        user_id: u32,
+        client_id: u32,
+    ) -> Result<Vec<u8>, ErrorCode> {
+        let command = match command {
+            ControlCommand::Request(request) => {
+                let mut payload = Vec::with_capacity(request.payload_len());
+                request.encode_payload(&mut payload);
+                ForwardedCommand::Request {
+                    code: request.command().code(),
+                    payload,
+                }
+            }
+            ControlCommand::SetPassword {
+                user_id,
+                verified_hash,
+                new_hash,
+            } => ForwardedCommand::SetPassword {
+                user_id,
+                verified_hash,
+                new_hash,
+            },
+        };
+        let link = self.link.as_ref().expect("a cluster member");
+        let committed = link.applied.clone();
+        let (reply, answer) = flume::bounded(1);
+        link.forwards
+            .send_async(Forward {
+                request: Forwarded {
+                    user_id,
+                    client_id,
+                    command,
+                },
+                reply,
+            })
+            .await
+            .map_err(|_| ErrorCode::Error)?;
+        // Changes keep arriving while the leader works; apply them as usual.
+        let (payload, index) = loop {
+            let next = {
+                let answered = pin!(answer.recv_async());
+                let applied = pin!(committed.recv_async());
+                match select(answered, applied).await {
+                    Either::Left((answer, _)) => Either::Left(answer),
+                    Either::Right((applied, _)) => Either::Right(applied),
+                }
+            };
+            match next {
+                Either::Left(Ok(Ok(answer))) => break answer,
+                Either::Left(Ok(Err(code))) => {
+                    return Err(ErrorCode::from_code(code).unwrap_or(ErrorCode::Error));
+                }
+                Either::Left(Err(_)) | Either::Right(Err(_)) => return Err(ErrorCode::Error),
+                Either::Right(Ok(applied)) => self.apply_committed(applied, false).await,
+            }
+        };
+        let deadline = std::time::Instant::now() + CATCH_UP;
+        while self.replicated_index() < index {
+            let wait = deadline.saturating_duration_since(std::time::Instant::now());
+            match compio::time::timeout(wait, committed.recv_async()).await {
+                Ok(Ok(applied)) => self.apply_committed(applied, false).await,
+                // Made, but not here yet: still a success for the client.
+                _ => break,
+            }
+        }
+        Ok(payload)
+    }
+
+    fn replicated_index(&self) -> u64 {
+        self.metadata(|metadata| metadata.replicated.map_or(0, |id| id.index))
+            .unwrap_or(0)
+    }
+
+    /// Applies one committed change: logged with its log id, published, and (when `proposed`
+    /// is false) its side effects reconciled. A change the metadata already includes (applied
+    /// before a restart) is skipped.
+    pub(super) async fn apply_committed(&mut self, applied: Applied, proposed: bool) {
+        let log_id = RaftLogId {
+            term: applied.term,
+            leader: applied.leader,
+            index: applied.index,
+        };
+        if self.replicated_index() >= log_id.index {
+            let _ = applied.done.send(());
+            return;
+        }
+        let op = match codec::decode(&applied.command.op) {
+            Ok(op) => Some(Box::new(op)),
+            Err(error) => {
+                // Validated and encoded by the leader: only a bug gets here. Record the index so
+                // the log moves on; the state misses this change, loudly.
+                tracing::error!(index = log_id.index, %error, "cannot decode a replicated metadata change; skipped");
+                None
+            }
+        };
+        let before = if proposed {
+            None
+        } else {
+            self.metadata(Metadata::clone).ok()
+        };
+        if let Err(code) = self
+            .commit_local(MetadataOp::Replicated { log_id, op })
+            .await
+        {
+            // The local log refused the write: do not answer, so openraft does not count the
+            // entry as applied; it is handed over again after a restart.
+            tracing::error!(index = log_id.index, %code, "cannot apply a replicated metadata change");
+            return;
+        }
+        if let Some(before) = before {
+            self.reconcile(&before).await;
+        }
+        let _ = applied.done.send(());
+    }
+
+    /// The side effects of a change made elsewhere, from what it changed.
+    async fn reconcile(&self, before: &Metadata) {
+        let Ok(after) = self.metadata(Metadata::clone) else {
+            return;
+        };
+        let shared = &self.shard.shared;
+        let old: BTreeSet<_> = partition_keys(before).into_iter().collect();
+        let new: BTreeSet<_> = partition_keys(&after).into_iter().collect();
+        // Groups first: their membership must not outlive the partitions they point to.
+        for stream in before.streams.values() {
+            for topic in stream.topics.values() {
+                let kept = after
+                    .streams
+                    .get(&stream.id)
+                    .and_then(|stream| stream.topics.get(&topic.id));
+                for group in topic.groups.values() {
+                    if kept.is_some_and(|topic| topic.groups.contains_key(&group.id)) {
+                        continue;
+                    }
+                    let key = GroupKey {
+                        stream_id: stream.id,
+                        topic_id: topic.id,
+                        group_id: group.id,
+                    };
+                    for client_id in shared.groups.remove(&key) {
+                        shared
+                            .clients
+                            .leave_group(client_id, (stream.id, topic.id, group.id));
+                    }
+                }
+            }
+        }
+        for stream in after.streams.values() {
+            for topic in stream.topics.values() {
+                let previous = before
+                    .streams
+                    .get(&stream.id)
+                    .and_then(|stream| stream.topics.get(&topic.id));
+                for group in topic.groups.values() {
+                    if !previous.is_some_and(|topic| topic.groups.contains_key(&group.id)) {
+                        shared.groups.register(
+                            GroupKey {
+                                stream_id: stream.id,
+                                topic_id: topic.id,
+                                group_id: group.id,
+                            },
+                            topic.partitions.len() as u32,
+                        );
+                    }
+                }
+                if previous
+                    .is_some_and(|previous| previous.partitions.len() != topic.partitions.len())
+                {
+                    shared.groups.set_partitions_count(
+                        stream.id,
+                        topic.id,
+                        topic.partitions.len() as u32,
+                    );
+                }
+            }
+        }
+        let removed: Vec<_> = old.difference(&new).copied().collect();
+        if !removed.is_empty() {
+            self.close_partitions(removed).await;
+        }
+        let data = &shared.config.system.path;
+        for stream in before.streams.values() {
+            match after.streams.get(&stream.id) {
+                None => remove_dir(&stream_dir(data, stream.id)).await,
+                Some(kept) => {
+                    for topic in stream.topics.values() {
+                        if !kept.topics.contains_key(&topic.id) {
+                            remove_dir(&topic_dir(data, stream.id, topic.id)).await;
+                        }
+                    }
+                }
+            }
+        }
+        let added: Vec<_> = new.difference(&old).copied().collect();
+        if !added.is_empty()
+            && let Err(code) = self.open_partitions(added).await
+        {
+            tracing::error!(%code, "cannot open replicated partitions");
+        }
+        for user in before.users.values() {
+            let ended = match after.users.get(&user.id) {
+                None => Some("user deleted"),
+                Some(now)
+                    if now.status != user.status
+                        && now.status != rill_core::primitives::UserStatus::Active =>
+                {
+                    Some("user deactivated")
+                }
+                Some(now) if now.password_hash != user.password_hash => Some("password changed"),
+                Some(now) if now.created_at != user.created_at => Some("user replaced"),
+                Some(_) => None,
+            };
+            if let Some(why) = ended {
+                self.end_sessions(user.id, None, why);
+            }
+        }
+    }
+}
+
+/// How long a follower waits to apply a forwarded change it was told is committed.
+const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A metadata change asked of a node that is not the leader.
+fn not_leader(leader: Option<u64>) -> ErrorCode {
+    tracing::debug!(?leader, "metadata change refused: not the cluster's leader");
+    ErrorCode::TransientNotAccepted
+}
