@@ -68,6 +68,7 @@ LAYERS = [
             "shard::allocation",
             "shard::state",
             "cluster::link",
+            "cluster::relay",
         ],
     ),
     ("the shard: per-thread state, owned partitions, routing", ["shard", "stats"]),

@@ -371,3 +371,124 @@ fn a_cluster_config_without_a_place_in_it_is_refused() {
     let (ok, output) = rill_integration::binary::run_to_exit(dir.path(), &roster);
     assert!(!ok && output.contains("--replica-id"), "{output}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_and_offsets_sent_through_followers_live_on_the_leader() {
+    use iggy_v011::prelude as v11;
+    use iggy_v011::prelude::{ConsumerOffsetClient as _, MessageClient as _};
+    use rill_integration::sdk_v011;
+    let cluster = TestCluster::start(3, options());
+    let view = settled_view(&cluster.nodes[0], 3).await;
+    let leader = leader_index(&cluster, &view);
+    let (first, second) = ((leader + 1) % 3, (leader + 2) % 3);
+    let admin = root_client(&cluster.nodes[leader]).await;
+    let stream = create_stream(&admin, "data").await;
+    create_topic(&admin, stream, "events", 2).await;
+    for server in &cluster.nodes {
+        wait_for_streams(server, &["data"]).await;
+    }
+
+    // SDK 0.11.0 stays on the follower it dialed; the follower relays to the leader.
+    let writer = sdk_v011::root_client(&cluster.nodes[first]).await;
+    let mut batch = vec![
+        sdk_v011::message(1, "one", Some("h")),
+        sdk_v011::message(2, "two", None),
+    ];
+    let sent = writer
+        .send_messages(
+            &sdk_v011::id(stream),
+            &sdk_v011::id(0),
+            &v11::Partitioning::partition_id(1),
+            &mut batch,
+        )
+        .await
+        .expect("send through a follower");
+    let confirmed: Vec<_> = sent
+        .confirmations
+        .iter()
+        .map(|c| (c.partition_id, c.base_offset))
+        .collect();
+    assert_eq!(confirmed, [(1, 0)]);
+
+    // Read back through the other follower and through the leader: the same two messages.
+    let reader = sdk_v011::root_client(&cluster.nodes[second]).await;
+    let polled = reader
+        .poll_messages(
+            &sdk_v011::id(stream),
+            &sdk_v011::id(0),
+            Some(1),
+            &v11::Consumer::new(sdk_v011::id(4)),
+            &v11::PollingStrategy::offset(0),
+            10,
+            false,
+        )
+        .await
+        .expect("poll through a follower");
+    let payloads: Vec<_> = polled
+        .messages
+        .iter()
+        .map(|m| (m.header.offset, m.header.id, m.payload.to_vec()))
+        .collect();
+    assert_eq!(payloads, [(0, 1, b"one".to_vec()), (1, 2, b"two".to_vec())]);
+    assert!(
+        polled.messages[0].user_headers.is_some(),
+        "user headers travel"
+    );
+    let at_leader = admin
+        .poll_messages(
+            &id(stream),
+            &id(0),
+            Some(1),
+            &Consumer::new(id(4)),
+            &PollingStrategy::offset(0),
+            10,
+            false,
+        )
+        .await
+        .expect("poll at the leader");
+    assert_eq!(at_leader.messages.len(), 2);
+    let topic = admin
+        .get_topic(&id(stream), &id(0))
+        .await
+        .unwrap()
+        .expect("topic");
+    assert_eq!(topic.messages_count, 2, "the leader holds them");
+
+    // An offset stored through one follower is read through the other.
+    reader
+        .store_consumer_offset(
+            &v11::Consumer::new(sdk_v011::id(4)),
+            &sdk_v011::id(stream),
+            &sdk_v011::id(0),
+            Some(1),
+            1,
+        )
+        .await
+        .expect("store through a follower");
+    let stored = writer
+        .get_consumer_offset(
+            &v11::Consumer::new(sdk_v011::id(4)),
+            &sdk_v011::id(stream),
+            &sdk_v011::id(0),
+            Some(1),
+        )
+        .await
+        .expect("get through a follower")
+        .expect("an offset");
+    assert_eq!(stored.stored_offset, 1);
+
+    // A bad request relayed is refused like a local one.
+    let error = reader
+        .poll_messages(
+            &sdk_v011::id(stream),
+            &sdk_v011::id(0),
+            Some(9),
+            &v11::Consumer::new(sdk_v011::id(4)),
+            &v11::PollingStrategy::offset(0),
+            10,
+            false,
+        )
+        .await
+        .expect_err("no partition 9");
+    assert_eq!(error.as_code(), 3007, "PartitionNotFound: {error}");
+}

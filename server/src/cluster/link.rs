@@ -85,6 +85,32 @@ pub struct Forward {
     pub reply: flume::Sender<ForwardAnswer>,
 }
 
+/// A follower's request for the leader, or the end of a session that relayed.
+pub enum Relay {
+    Request {
+        request: super::relay::RelayRequest,
+        reply: flume::Sender<Result<super::relay::Relayed, u32>>,
+    },
+    Gone {
+        client: u32,
+    },
+}
+
+/// What every shard holds of the cluster: the view, and the way to the leader for relayed
+/// requests.
+#[derive(Clone)]
+pub struct ClusterHandle {
+    pub view: std::sync::Arc<ClusterView>,
+    pub relay: flume::Sender<Relay>,
+}
+
+impl ClusterHandle {
+    /// True when this node passes its clients' data requests to the leader.
+    pub fn relays(&self) -> bool {
+        !self.view.is_leader()
+    }
+}
+
 /// Status codes of protocol.md §7.10.
 pub const STATUS_HEALTHY: u8 = 0;
 pub const STATUS_UNREACHABLE: u8 = 3;
@@ -189,6 +215,7 @@ pub struct Link {
     pub proposals: flume::Sender<Proposal>,
     pub applied: flume::Receiver<Applied>,
     pub forwards: flume::Sender<Forward>,
+    pub relay: flume::Sender<Relay>,
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod link;
 mod machine;
 mod network;
 mod node;
+pub mod relay;
 mod store;
 mod types;
 mod wire;

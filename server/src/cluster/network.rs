@@ -27,6 +27,10 @@ pub const INSTALL_SNAPSHOT: u8 = 3;
 pub const PING: u8 = 4;
 /// A follower's metadata change for the leader's control lane (`link::Forwarded`).
 pub const FORWARD: u8 = 5;
+/// A follower's data request for the leader (`relay.rs`, binary both ways).
+pub const RELAY: u8 = 6;
+/// A follower's session that relayed has ended (`relay.rs`).
+pub const GONE: u8 = 7;
 
 /// Response tags: the body is the JSON of `Result<response, RaftError>`, or a refusal's text.
 pub const ANSWER: u8 = 0;
@@ -101,7 +105,21 @@ impl Peer {
         ttl: Duration,
     ) -> Result<Answer, CallError> {
         let body = serde_json::to_vec(request).expect("a Raft request serializes");
-        let result = tokio::time::timeout(ttl, self.exchange(kind, &body)).await;
+        let answer = self.call_raw(kind, &body, ttl).await?;
+        serde_json::from_slice(&answer).map_err(|error| {
+            self.connection = None;
+            CallError::Network(io::Error::new(io::ErrorKind::InvalidData, error))
+        })
+    }
+
+    /// One request and its answer as bytes, within `ttl`.
+    pub async fn call_raw(
+        &mut self,
+        kind: u8,
+        body: &[u8],
+        ttl: Duration,
+    ) -> Result<Vec<u8>, CallError> {
+        let result = tokio::time::timeout(ttl, self.exchange(kind, body)).await;
         let answer = match result {
             Ok(Ok(answer)) => answer,
             Ok(Err(error)) => {
@@ -117,10 +135,7 @@ impl Peer {
             }
         };
         self.peers.view.heard(self.target);
-        serde_json::from_slice(&answer).map_err(|error| {
-            self.connection = None;
-            CallError::Network(io::Error::new(io::ErrorKind::InvalidData, error))
-        })
+        Ok(answer)
     }
 
     async fn exchange(&mut self, kind: u8, body: &[u8]) -> Result<Vec<u8>, CallError> {

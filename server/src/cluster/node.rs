@@ -5,18 +5,23 @@
 //! Why a thread of its own: openraft 0.9 (the stable line) runs on tokio, and the metadata
 //! group's traffic is small; keeping it off the shards keeps their io_uring loops free of it.
 
+use super::link::Relay;
 use super::link::{
     Applied, ClusterView, Forward, ForwardAnswer, Forwarded, ForwardedCommand, Link, Proposal,
     ProposeError,
 };
 use super::machine::StateMachine;
 use super::network::{
-    ANSWER, APPEND_ENTRIES, CallError, FORWARD, INSTALL_SNAPSHOT, PING, Peer, Peers, REFUSED, VOTE,
+    ANSWER, APPEND_ENTRIES, CallError, FORWARD, GONE, INSTALL_SNAPSHOT, PING, Peer, Peers, REFUSED,
+    RELAY, VOTE,
 };
+use super::relay::{self, RelayRequest, Relayed};
 use super::store::LogStore;
 use super::types::{LogId, NodeId, Raft};
 use super::wire::{self, Credentials, HANDSHAKE_TIMEOUT};
 use crate::config::Config;
+use crate::handlers::Response;
+use crate::http::bridge::Bridge;
 use crate::shard::message::{ControlCommand, ControlRequest};
 use openraft::error::{ClientWriteError, RaftError};
 use openraft::{BasicNode, CommittedLeaderId, ServerState, SnapshotPolicy};
@@ -36,6 +41,7 @@ pub fn start(
     data_dir: &Path,
     applied: Option<(u64, u64, u64)>,
     control: flume::Sender<ControlRequest>,
+    bridge: Bridge,
 ) -> Result<Link, String> {
     let cluster = &config.cluster;
     let me = cluster
@@ -107,6 +113,7 @@ pub fn start(
     };
     let (proposals, proposal_receiver) = flume::unbounded::<Proposal>();
     let (forwards, forward_receiver) = flume::unbounded::<Forward>();
+    let (relay, relay_receiver) = flume::unbounded::<Relay>();
     let thread_view = view.clone();
     std::thread::Builder::new()
         .name("cluster".into())
@@ -131,15 +138,17 @@ pub fn start(
                 view: thread_view,
                 proposals: proposal_receiver,
                 forwards: forward_receiver,
+                relays: relay_receiver,
                 control,
+                bridge,
                 heartbeat,
             }));
         })
         .map_err(|error| format!("cannot spawn the cluster thread: {error}"))?;
     tracing::warn!(
         "cluster mode replicates the metadata (streams, topics, partitions, users, permissions, \
-         tokens, consumer groups); messages and stored consumer offsets are not replicated yet \
-         and stay on the node that received them"
+         tokens, consumer groups); messages and stored consumer offsets are not replicated yet: \
+         the leader holds them, followers relay their clients' data requests to it"
     );
     tracing::info!(
         replica_id,
@@ -153,6 +162,7 @@ pub fn start(
         proposals,
         applied: applied_receiver,
         forwards,
+        relay,
     })
 }
 
@@ -166,7 +176,9 @@ struct Running {
     view: Arc<ClusterView>,
     proposals: flume::Receiver<Proposal>,
     forwards: flume::Receiver<Forward>,
+    relays: flume::Receiver<Relay>,
     control: flume::Sender<ControlRequest>,
+    bridge: Bridge,
     heartbeat: Duration,
 }
 
@@ -181,7 +193,9 @@ async fn run(running: Running) {
         view,
         proposals,
         forwards,
+        relays,
         control,
+        bridge,
         heartbeat,
     } = running;
     let pristine = store.is_pristine();
@@ -208,7 +222,14 @@ async fn run(running: Running) {
             return;
         }
     };
-    tokio::spawn(accept_peers(listener, raft.clone(), peers.clone(), control));
+    let serving = Arc::new(Serving {
+        raft: raft.clone(),
+        peers: peers.clone(),
+        control,
+        bridge,
+    });
+    tokio::spawn(accept_peers(listener, serving));
+    tokio::spawn(relay_to_leader(relays, peers.clone(), members.clone()));
     tokio::spawn(forward_to_leader(forwards, peers.clone(), members.clone()));
     tokio::spawn(ping_peers(peers, members, heartbeat));
     tokio::spawn(watch_leader(raft.clone(), view));
@@ -369,13 +390,135 @@ async fn run_forwarded(
     Ok((payload, index))
 }
 
-async fn accept_peers(
-    listener: TcpListener,
+/// How long a relayed request may take on the leader (a long-polling consumer included).
+const RELAY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Passes followers' data requests to the leader, each on a connection of its own from a small
+/// pool, so a slow request does not hold up the others.
+async fn relay_to_leader(
+    relays: flume::Receiver<Relay>,
+    peers: Peers,
+    members: BTreeMap<NodeId, BasicNode>,
+) {
+    let idle: Arc<std::sync::Mutex<Vec<Peer>>> = Arc::default();
+    while let Ok(relay) = relays.recv_async().await {
+        let Some(leader) = peers.view.leader().filter(|leader| *leader != peers.me) else {
+            if let Relay::Request { reply, .. } = relay {
+                let _ = reply.send(Err(ErrorCode::TransientNotAccepted.code()));
+            }
+            continue;
+        };
+        let Some(node) = members.get(&leader) else {
+            continue;
+        };
+        let pooled = {
+            let mut idle = idle.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let position = idle.iter().position(|peer| peer.target() == leader);
+            position.map(|position| idle.swap_remove(position))
+        };
+        let mut client =
+            pooled.unwrap_or_else(|| Peer::new(peers.clone(), leader, node.addr.clone()));
+        let idle = idle.clone();
+        tokio::spawn(async move {
+            match relay {
+                Relay::Request { request, reply } => {
+                    let answer = match client
+                        .call_raw(RELAY, &request.encode(), RELAY_TIMEOUT)
+                        .await
+                    {
+                        Ok(bytes) => {
+                            relay::decode_answer(bytes).unwrap_or(Err(ErrorCode::Error.code()))
+                        }
+                        Err(CallError::Unreachable(_)) => {
+                            Err(ErrorCode::TransientNotAccepted.code())
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, "a relayed request got no answer");
+                            Err(ErrorCode::Error.code())
+                        }
+                    };
+                    let _ = reply.send(answer);
+                }
+                Relay::Gone { client: gone } => {
+                    let _ = client
+                        .call_raw(GONE, &gone.to_le_bytes(), Duration::from_secs(5))
+                        .await;
+                }
+            }
+            let mut idle = idle.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if idle.len() < 16 {
+                idle.push(client);
+            }
+        });
+    }
+}
+
+/// Runs a follower's relayed request here, the leader, as its user.
+async fn run_relayed(serving: &Serving, body: Vec<u8>) -> Result<Relayed, u32> {
+    if !serving.peers.view.is_leader() {
+        return Err(ErrorCode::TransientNotAccepted.code());
+    }
+    let request = RelayRequest::decode(body).ok_or(ErrorCode::InvalidCommand.code())?;
+    let decoded =
+        rill_core::requests::Request::decode(request.code, request.payload.as_slice().into())
+            .map_err(|_| ErrorCode::InvalidCommand.code())?;
+    let peer = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let response = serving
+        .bridge
+        .run_as(
+            request.client,
+            rill_core::primitives::Transport::Tcp,
+            Some(request.user_id),
+            peer,
+            decoded,
+        )
+        .await
+        .map_err(ErrorCode::code)?;
+    Ok(match response {
+        Response::Empty => Relayed::Empty,
+        Response::Sent {
+            stream_id,
+            topic_id,
+            partition_id,
+            base_offset,
+        } => Relayed::Sent {
+            stream_id,
+            topic_id,
+            partition_id,
+            base_offset,
+        },
+        Response::Bytes(bytes) => Relayed::Bytes(bytes),
+        Response::Polled { header, chunks } => {
+            let mut messages = Vec::with_capacity(chunks.iter().map(bytes::Bytes::len).sum());
+            for chunk in &chunks {
+                messages.extend_from_slice(chunk);
+            }
+            Relayed::Polled {
+                header,
+                messages: messages.into(),
+            }
+        }
+    })
+}
+
+/// What the replica listener's connections share.
+struct Serving {
     raft: Raft,
     peers: Peers,
     control: flume::Sender<ControlRequest>,
-) {
-    let roster: Arc<Vec<u64>> = Arc::new(peers.view.nodes.iter().map(|n| n.replica_id).collect());
+    bridge: Bridge,
+}
+
+async fn accept_peers(listener: TcpListener, serving: Arc<Serving>) {
+    let roster: Arc<Vec<u64>> = Arc::new(
+        serving
+            .peers
+            .view
+            .nodes
+            .iter()
+            .map(|n| n.replica_id)
+            .collect(),
+    );
     loop {
         let (stream, address) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -385,12 +528,10 @@ async fn accept_peers(
                 continue;
             }
         };
-        let raft = raft.clone();
-        let peers = peers.clone();
+        let serving = serving.clone();
         let roster = roster.clone();
-        let control = control.clone();
         tokio::spawn(async move {
-            if let Err(error) = serve_peer(stream, &raft, &peers, &roster, &control).await {
+            if let Err(error) = serve_peer(stream, &serving, &roster).await {
                 tracing::warn!(peer = %address, %error, "replica connection closed");
             }
         });
@@ -399,11 +540,10 @@ async fn accept_peers(
 
 async fn serve_peer(
     mut stream: TcpStream,
-    raft: &Raft,
-    peers: &Peers,
+    serving: &Serving,
     roster: &[u64],
-    control: &flume::Sender<ControlRequest>,
 ) -> std::io::Result<()> {
+    let (raft, peers, control) = (&serving.raft, &serving.peers, &serving.control);
     stream.set_nodelay(true)?;
     let peer = tokio::time::timeout(
         HANDSHAKE_TIMEOUT,
@@ -427,6 +567,17 @@ async fn serve_peer(
                 Err(error) => Err(error),
             },
             PING => serde_json::to_vec(&()),
+            RELAY => Ok(relay::encode_answer(&run_relayed(serving, body).await)),
+            GONE => {
+                if let Ok(client) = <[u8; 4]>::try_from(body.as_slice()) {
+                    let client = u32::from_le_bytes(client);
+                    serving
+                        .bridge
+                        .on_a_shard(move |shard| shard.shared.groups.leave_all(client))
+                        .await;
+                }
+                Ok(Vec::new())
+            }
             FORWARD => match serde_json::from_slice(&body) {
                 Ok(forwarded) => serde_json::to_vec(&run_forwarded(raft, control, forwarded).await),
                 Err(error) => Err(error),

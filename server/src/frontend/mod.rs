@@ -187,6 +187,15 @@ impl Drop for Registration {
             return;
         }
         shard.shared.groups.leave_all(self.client_id);
+        if let Some(cluster) = &shard.shared.cluster
+            && cluster.relays()
+        {
+            // The session may have joined groups on the leader through relayed requests.
+            let client = crate::cluster::relay::leader_client_id(cluster.view.me, self.client_id);
+            let _ = cluster
+                .relay
+                .try_send(crate::cluster::link::Relay::Gone { client });
+        }
         shard.shared.clients.remove(self.client_id);
         shard.shared.admission.release_connection(self.address);
         tracing::debug!(

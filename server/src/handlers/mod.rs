@@ -7,6 +7,7 @@ mod groups;
 mod login;
 mod messages;
 mod offsets;
+mod relay;
 mod response;
 mod snapshot;
 mod streams;
@@ -61,6 +62,15 @@ pub async fn handle(shard: &Shard, session: &mut Session, request: Request) -> H
         return Err(ErrorCode::Unauthenticated);
     }
     let user_id = session.user_id.unwrap_or(u32::MAX);
+    if shard
+        .shared
+        .cluster
+        .as_ref()
+        .is_some_and(|cluster| cluster.relays())
+        && relay::relayed(&request)
+    {
+        return relay::relay(shard, session, user_id, request).await;
+    }
     match request {
         Request::Ping(_) => {
             session.last_heartbeat = std::time::Instant::now();

@@ -66,7 +66,7 @@ pub fn clients(shard: &Shard, user_id: u32) -> HandlerResult {
 /// while with one it sends every request here, and every node serves every request.
 pub fn cluster_metadata(shard: &Shard, session: &Session) -> HandlerResult {
     let this = this_node(shard);
-    let Some(view) = &shard.shared.cluster else {
+    let Some(view) = shard.shared.cluster.as_ref().map(|cluster| &cluster.view) else {
         return Ok(Response::encoded(&ClusterMetadata {
             name: "single-node".into(),
             nodes: vec![this],

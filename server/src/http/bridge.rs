@@ -64,6 +64,19 @@ impl Bridge {
         peer: SocketAddr,
         request: Request,
     ) -> Result<Response, ErrorCode> {
+        self.run_as(HTTP_CLIENT_ID, Transport::Http, user_id, peer, request)
+            .await
+    }
+
+    /// Runs `request` for a session of client `client_id` over `transport`.
+    pub async fn run_as(
+        &self,
+        client_id: u32,
+        transport: Transport,
+        user_id: Option<u32>,
+        peer: SocketAddr,
+        request: Request,
+    ) -> Result<Response, ErrorCode> {
         if self.shards.is_empty() {
             return Err(ErrorCode::Error);
         }
@@ -71,7 +84,7 @@ impl Bridge {
         let (reply, answer) = flume::bounded(1);
         let task: ShardTask = Box::new(move |shard| {
             Box::pin(async move {
-                let mut session = Session::new(HTTP_CLIENT_ID, peer, Transport::Http);
+                let mut session = Session::new(client_id, peer, transport);
                 if let Some(user_id) = user_id {
                     session.log_in(user_id);
                 }
@@ -86,5 +99,19 @@ impl Bridge {
             return Err(ErrorCode::Error);
         }
         answer.recv_async().await.unwrap_or(Err(ErrorCode::Error))
+    }
+
+    /// Runs `work` on a shard (the next one in turn).
+    pub async fn on_a_shard(&self, work: impl FnOnce(&Shard) + Send + 'static) {
+        if self.shards.is_empty() {
+            return;
+        }
+        let shard = self.next.fetch_add(1, Ordering::Relaxed) % self.shards.len();
+        let task: ShardTask = Box::new(move |shard| {
+            Box::pin(async move {
+                work(&shard);
+            })
+        });
+        let _ = self.shards[shard].send_async(task).await;
     }
 }

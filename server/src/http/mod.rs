@@ -15,7 +15,7 @@
 //! Content-Length before it is read).
 
 mod bodies;
-mod bridge;
+pub mod bridge;
 
 pub use bodies::parse_everything;
 pub use bridge::{ShardTask, serve_tasks, task_channels};

@@ -76,6 +76,9 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
     let (writer, reader) =
         left_right::new_from_empty::<Metadata, MetadataOp>(recovered.metadata.clone());
     let (control_sender, control_receiver) = flume::bounded(CONTROL_CAPACITY);
+    // Commands of the HTTP API (and, in a cluster, followers' relayed requests) reach each
+    // shard on a channel of their own.
+    let (http_senders, http_receivers) = crate::http::task_channels(shard_count);
     let cluster = match config.cluster.replica_id {
         Some(replica_id) if config.cluster.enabled => {
             let applied = recovered
@@ -88,6 +91,7 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
                 &config.system.path,
                 applied,
                 control_sender.clone(),
+                crate::http::bridge::Bridge::new(http_senders.clone()),
             )?)
         }
         _ => None,
@@ -133,12 +137,15 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
         websocket_tls: frontends.websocket_tls,
         metrics: Arc::new(crate::metrics::Metrics::new(shard_count)),
         encryption,
-        cluster: cluster.as_ref().map(|link| link.view.clone()),
+        cluster: cluster
+            .as_ref()
+            .map(|link| crate::cluster::link::ClusterHandle {
+                view: link.view.clone(),
+                relay: link.relay.clone(),
+            }),
     });
     drop(reader);
 
-    // Commands of the HTTP API reach each shard on a channel of their own.
-    let (http_senders, http_receivers) = crate::http::task_channels(shard_count);
     // Signals are taken by one thread with sigwait; every other thread inherits the mask.
     let signals = block_termination_signals()?;
     // After the mask is set, so the HTTP threads inherit it.

@@ -75,7 +75,7 @@ pub struct SharedState {
     /// `[system.encryption]`'s key, when encryption at rest is on.
     pub encryption: Option<crate::encryption::MasterKey>,
     /// The cluster as this node sees it (roster, leader, peers' health), in cluster mode.
-    pub cluster: Option<Arc<crate::cluster::link::ClusterView>>,
+    pub cluster: Option<crate::cluster::link::ClusterHandle>,
 }
 
 impl SharedState {
