@@ -76,6 +76,16 @@ struct Hello {
 }
 
 impl Hello {
+    /// This side's hello for a new connection.
+    fn fresh(me: u64, credentials: &Credentials) -> Hello {
+        Hello {
+            auth: credentials.secret.is_some(),
+            replica_id: me,
+            cluster: credentials.cluster,
+            nonce: rand::random(),
+        }
+    }
+
     fn encode(&self) -> [u8; HELLO_LENGTH] {
         let mut bytes = [0u8; HELLO_LENGTH];
         bytes[..8].copy_from_slice(MAGIC);
@@ -108,10 +118,6 @@ fn refused(why: &str) -> io::Error {
     io::Error::new(io::ErrorKind::PermissionDenied, why.to_string())
 }
 
-fn nonce() -> [u8; 32] {
-    rand::random()
-}
-
 async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     mine: &Hello,
@@ -141,12 +147,7 @@ pub async fn dial<S: AsyncRead + AsyncWrite + Unpin>(
     expected: u64,
     credentials: &Credentials,
 ) -> io::Result<()> {
-    let mine = Hello {
-        auth: credentials.secret.is_some(),
-        replica_id: me,
-        cluster: credentials.cluster,
-        nonce: nonce(),
-    };
+    let mine = Hello::fresh(me, credentials);
     let theirs = exchange(stream, &mine, credentials).await?;
     if theirs.replica_id != expected {
         return Err(refused(&format!(
@@ -176,12 +177,7 @@ pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
     roster: &[u64],
     credentials: &Credentials,
 ) -> io::Result<u64> {
-    let mine = Hello {
-        auth: credentials.secret.is_some(),
-        replica_id: me,
-        cluster: credentials.cluster,
-        nonce: nonce(),
-    };
+    let mine = Hello::fresh(me, credentials);
     let theirs = exchange(stream, &mine, credentials).await?;
     if theirs.replica_id == me || !roster.contains(&theirs.replica_id) {
         return Err(refused(&format!(
