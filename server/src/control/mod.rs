@@ -45,6 +45,9 @@ pub struct ControlPlane {
     log: MetadataLog,
     /// In a cluster: the channels to and from the cluster thread.
     link: Option<crate::cluster::link::Link>,
+    /// The cluster thread stopped: changes are refused from then on (never made locally, which
+    /// would fork this node's metadata from the cluster's).
+    link_stopped: bool,
 }
 
 impl ControlPlane {
@@ -60,6 +63,7 @@ impl ControlPlane {
             writer,
             log,
             link,
+            link_stopped: false,
         }
     }
 
@@ -126,7 +130,7 @@ impl ControlPlane {
         wait: std::time::Duration,
     ) -> Event {
         use futures_util::future::{Either, select};
-        let Some(link) = &self.link else {
+        let Some(link) = self.link.as_ref().filter(|_| !self.link_stopped) else {
             return match compio::time::timeout(wait, requests.recv_async()).await {
                 Ok(Ok(request)) => Event::Request(request),
                 Ok(Err(_)) => Event::Closed,
@@ -148,8 +152,11 @@ impl ControlPlane {
             Some(Either::Left(Err(_))) => Event::Closed,
             Some(Either::Right(Ok(applied))) => Event::Applied(applied),
             Some(Either::Right(Err(_))) => {
-                tracing::error!("the cluster thread stopped: this node applies no more changes");
-                self.link = None;
+                tracing::error!(
+                    "the cluster thread stopped: this node applies and accepts no more metadata \
+                     changes until it restarts"
+                );
+                self.link_stopped = true;
                 Event::Tick
             }
             None => Event::Tick,
