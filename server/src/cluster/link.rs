@@ -157,8 +157,9 @@ impl ClusterView {
                 })
                 .collect(),
             leader: AtomicU64::new(NO_LEADER),
-            // Peers ping each other every heartbeat; three missed in a row is unreachable.
-            freshness: (config.commit_broadcast_interval.0 * 3).max(Duration::from_secs(1)),
+            // Peers ping each other every heartbeat and wait up to two for the answer; three
+            // heartbeats (at least 1.5 s) without a word is unreachable.
+            freshness: (config.commit_broadcast_interval.0 * 3).max(Duration::from_millis(1500)),
             since: Instant::now(),
         }
     }

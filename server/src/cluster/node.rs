@@ -279,28 +279,36 @@ async fn watch_leader(raft: Raft, view: Arc<ClusterView>) {
 
 /// Pings every peer each heartbeat so that each node knows which peers are up.
 async fn ping_peers(peers: Peers, members: BTreeMap<NodeId, BasicNode>, heartbeat: Duration) {
-    let mut clients: Vec<Peer> = members
-        .into_iter()
-        .filter(|(id, _)| *id != peers.me)
-        .map(|(id, node)| Peer::new(peers.clone(), id, node.addr))
-        .collect();
+    for (id, node) in members {
+        if id != peers.me {
+            tokio::spawn(ping_peer(
+                Peer::new(peers.clone(), id, node.addr),
+                heartbeat,
+            ));
+        }
+    }
+}
+
+/// Pings one peer every heartbeat, on a task of its own so that a peer that does not answer
+/// never delays the others; logs when it comes and goes.
+async fn ping_peer(mut client: Peer, heartbeat: Duration) {
+    // A busy peer may take longer than one heartbeat to answer without being down.
+    let patience = (heartbeat * 2).max(Duration::from_millis(500));
     let mut tick = tokio::time::interval(heartbeat);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut reachable = vec![None; clients.len()];
+    let mut was = None;
     loop {
         tick.tick().await;
-        for (client, was) in clients.iter_mut().zip(&mut reachable) {
-            let answered: Result<(), _> = client.call(PING, &(), heartbeat).await;
-            let now = answered.is_ok();
-            if *was != Some(now) {
-                match &answered {
-                    Ok(()) => tracing::info!(peer = client.target(), "cluster peer reachable"),
-                    Err(error) => {
-                        tracing::warn!(peer = client.target(), %error, "cluster peer unreachable")
-                    }
+        let answered: Result<(), _> = client.call(PING, &(), patience).await;
+        let now = answered.is_ok();
+        if was != Some(now) {
+            match &answered {
+                Ok(()) => tracing::info!(peer = client.target(), "cluster peer reachable"),
+                Err(error) => {
+                    tracing::warn!(peer = client.target(), %error, "cluster peer unreachable")
                 }
-                *was = Some(now);
             }
+            was = Some(now);
         }
     }
 }
