@@ -8,7 +8,9 @@
 //! catches up; a stranger on the replica port is refused.
 
 use iggy::prelude::*;
-use rill_integration::sdk::{create_stream, create_topic, id, root_client, root_connection_string};
+use rill_integration::sdk::{
+    anonymous_client, create_stream, create_topic, id, root_client, root_connection_string,
+};
 use rill_integration::{ServerOptions, TestCluster, TestServer};
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
@@ -82,6 +84,41 @@ fn leader_index(cluster: &TestCluster, view: &ClusterMetadata) -> usize {
         .expect("the leader is in the roster")
 }
 
+/// The usernames `server` itself holds. Users are read from the node's own copy of the
+/// metadata, and a client that logs in explicitly is not moved to the leader by the SDK, so
+/// this shows what reached this node (stream reads are relayed to the leader).
+async fn local_usernames(server: &TestServer) -> Vec<String> {
+    let client = anonymous_client(server).await;
+    client.login_user("iggy", "iggy").await.expect("login");
+    let mut names: Vec<String> = client
+        .get_users()
+        .await
+        .expect("get_users")
+        .into_iter()
+        .map(|user| user.username)
+        .collect();
+    names.sort();
+    names
+}
+
+/// Waits until `server` itself holds exactly `expected` users.
+async fn wait_for_users(server: &TestServer, expected: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let names = local_usernames(server).await;
+        if names == expected {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} holds users {names:?}, expected {expected:?}\n{}",
+            server.address(),
+            server.log_tail()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 async fn stream_names(server: &TestServer) -> Vec<String> {
     let client = root_client(server).await;
     let mut names: Vec<String> = client
@@ -151,6 +188,24 @@ async fn a_leader_is_elected_and_metadata_changes_reach_every_node() {
     let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
     for server in &cluster.nodes {
         wait_for_streams(server, &expected).await;
+    }
+    // Users through each node, logged in explicitly (the SDK then stays on that node): every
+    // node holds every user in its own metadata.
+    for (index, server) in cluster.nodes.iter().enumerate() {
+        let client = anonymous_client(server).await;
+        client.login_user("iggy", "iggy").await.expect("login");
+        client
+            .create_user(
+                &format!("user-{index}"),
+                "secret-1",
+                UserStatus::Active,
+                None,
+            )
+            .await
+            .unwrap_or_else(|error| panic!("create a user through node {index}: {error}"));
+    }
+    for server in &cluster.nodes {
+        wait_for_users(server, &["iggy", "user-0", "user-1", "user-2"]).await;
     }
 
     // A topic made through a follower: its partitions exist on every node, same ids.
@@ -232,7 +287,12 @@ async fn the_leaders_kill_elects_another_and_a_restarted_node_catches_up() {
     let mut cluster = TestCluster::start(3, options());
     let view = settled_view(&cluster.nodes[0], 3).await;
     let leader = leader_index(&cluster, &view);
-    create_stream(&root_client(&cluster.nodes[leader]).await, "before").await;
+    let admin = root_client(&cluster.nodes[leader]).await;
+    create_stream(&admin, "before").await;
+    admin
+        .create_user("before", "secret-1", UserStatus::Active, None)
+        .await
+        .expect("create user");
     for server in &cluster.nodes {
         wait_for_streams(server, &["before"]).await;
     }
@@ -250,6 +310,13 @@ async fn the_leaders_kill_elects_another_and_a_restarted_node_catches_up() {
                 .unwrap();
         let made = match client.connect().await {
             Ok(()) => client.create_stream("after").await.map(|_| ()),
+            Err(error) => Err(error),
+        };
+        let made = match made {
+            Ok(()) => client
+                .create_user("after", "secret-1", UserStatus::Active, None)
+                .await
+                .map(|_| ()),
             Err(error) => Err(error),
         };
         match made {
@@ -279,6 +346,8 @@ async fn the_leaders_kill_elects_another_and_a_restarted_node_catches_up() {
     // The old leader comes back as a follower and receives what it missed.
     cluster.nodes[leader].start_again();
     wait_for_streams(&cluster.nodes[leader], &["after", "before"]).await;
+    // What it missed is in its own metadata now.
+    wait_for_users(&cluster.nodes[leader], &["after", "before", "iggy"]).await;
     let view = settled_view(&cluster.nodes[leader], 3).await;
     assert_ne!(
         cluster.ports[leader_index(&cluster, &view)].tcp,
@@ -292,6 +361,7 @@ async fn the_leaders_kill_elects_another_and_a_restarted_node_catches_up() {
     settled_view(&cluster.nodes[0], 3).await;
     for server in &cluster.nodes {
         wait_for_streams(server, &["after", "before"]).await;
+        wait_for_users(server, &["after", "before", "iggy"]).await;
     }
 }
 
