@@ -562,3 +562,47 @@ async fn messages_and_offsets_sent_through_followers_live_on_the_leader() {
         .expect_err("no partition 9");
     assert_eq!(error.as_code(), 3007, "PartitionNotFound: {error}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_cut_off_from_the_majority_acknowledges_nothing() {
+    let cluster = TestCluster::start(3, options());
+    let view = settled_view(&cluster.nodes[0], 3).await;
+    let leader = leader_index(&cluster, &view);
+    // Logged in explicitly: the client stays on the leader whatever GetClusterMetadata says.
+    let client = anonymous_client(&cluster.nodes[leader]).await;
+    client.login_user("iggy", "iggy").await.expect("login");
+    let followers: Vec<i32> = (0..3)
+        .filter(|index| *index != leader)
+        .map(|index| cluster.nodes[index].pid().expect("running") as i32)
+        .collect();
+    // Frozen followers are a network partition with the leader on the minority side.
+    for pid in &followers {
+        assert_eq!(unsafe { libc::kill(*pid, libc::SIGSTOP) }, 0);
+    }
+    let asked = Instant::now();
+    let refused = client.create_stream("cut-off").await;
+    let waited = asked.elapsed();
+    for pid in &followers {
+        assert_eq!(unsafe { libc::kill(*pid, libc::SIGCONT) }, 0);
+    }
+    eprintln!("refused after {waited:?}: {refused:?}");
+    assert!(refused.is_err(), "a change acknowledged without a majority");
+    assert!(
+        waited < Duration::from_secs(20),
+        "the refusal took {waited:?}"
+    );
+    // Healed, the cluster takes changes again (the refused one may or may not have been
+    // committed in the end, as with any consensus system: the client was told it is unknown).
+    let deadline = Instant::now() + ELECTION;
+    loop {
+        let client = first_client(&cluster.nodes[leader]).await;
+        match client.create_stream("healed").await {
+            Ok(_) => break,
+            Err(error) => assert!(
+                Instant::now() < deadline,
+                "no change accepted after healing: {error}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

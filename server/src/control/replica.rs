@@ -62,13 +62,25 @@ impl ControlPlane {
             .map_err(|_| ErrorCode::Error)?;
         let committed = link.applied.clone();
         let mut mine_applied = false;
+        let deadline = std::time::Instant::now() + COMMIT_TIMEOUT;
         loop {
+            let wait = deadline.saturating_duration_since(std::time::Instant::now());
             let next = {
                 let answered = pin!(answer.recv_async());
                 let applied = pin!(committed.recv_async());
-                match select(answered, applied).await {
-                    Either::Left((answer, _)) => Either::Left((answer, ())),
-                    Either::Right((applied, _)) => Either::Right((applied, ())),
+                match compio::time::timeout(wait, select(answered, applied)).await {
+                    Ok(Either::Left((answer, _))) => Either::Left((answer, ())),
+                    Ok(Either::Right((applied, _))) => Either::Right((applied, ())),
+                    Err(_) => {
+                        // A leader cut off from the majority commits nothing; the lane must not
+                        // wait for the partition to heal. The change may still commit later:
+                        // it then arrives as any other's, side effects reconciled.
+                        tracing::warn!(
+                            timeout = ?COMMIT_TIMEOUT,
+                            "a metadata change was not committed in time (no majority?)"
+                        );
+                        return Err(ErrorCode::TransientNotCommitted);
+                    }
                 }
             };
             match next {
@@ -319,6 +331,9 @@ impl ControlPlane {
         }
     }
 }
+
+/// How long the leader's lane waits for a majority to commit a change.
+const COMMIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How long a follower waits to apply a forwarded change it was told is committed.
 const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(5);
