@@ -103,15 +103,25 @@ async fn local_usernames(server: &TestServer) -> Vec<String> {
 
 /// Waits until `server` itself holds exactly `expected` users.
 async fn wait_for_users(server: &TestServer, expected: &[&str]) {
+    wait_for_names(server, "users", expected, local_usernames).await
+}
+
+/// Waits until `names` of `server` (sorted) are exactly `expected`.
+async fn wait_for_names(
+    server: &TestServer,
+    what: &str,
+    expected: &[&str],
+    names: impl AsyncFn(&TestServer) -> Vec<String>,
+) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let names = local_usernames(server).await;
+        let names = names(server).await;
         if names == expected {
             return;
         }
         assert!(
             Instant::now() < deadline,
-            "{} holds users {names:?}, expected {expected:?}\n{}",
+            "{} has {what} {names:?}, expected {expected:?}\n{}",
             server.address(),
             server.log_tail()
         );
@@ -135,20 +145,7 @@ async fn stream_names(server: &TestServer) -> Vec<String> {
 /// Waits until `server` lists exactly `expected` streams (changes reach followers a moment
 /// after the leader commits them).
 async fn wait_for_streams(server: &TestServer, expected: &[&str]) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let names = stream_names(server).await;
-        if names == expected {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} lists {names:?}, expected {expected:?}\n{}",
-            server.address(),
-            server.log_tail()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_for_names(server, "streams", expected, stream_names).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -60,51 +60,74 @@ impl ControlPlane {
             })
             .await
             .map_err(|_| ErrorCode::Error)?;
-        let committed = link.applied.clone();
+        let answer = self
+            .answer_while_applying(&answer, Some(&bytes), COMMIT_TIMEOUT)
+            .await?;
+        match answer {
+            Some(Ok(index)) => {
+                // The answer follows the entry's application, so it was applied just now (or,
+                // after a restart in between, before).
+                tracing::debug!(index, "metadata change committed");
+                debug_assert!(self.replicated_index() >= index);
+                Ok(())
+            }
+            Some(Err(error)) => {
+                tracing::warn!(?error, "metadata change not committed");
+                Err(match error {
+                    ProposeError::NotLeader(leader) => not_leader(leader),
+                    ProposeError::Failed(_) => ErrorCode::Error,
+                })
+            }
+            None => {
+                // A leader cut off from the majority commits nothing; the lane must not wait
+                // for the partition to heal. The change may still commit later: it then
+                // arrives as any other's, side effects reconciled.
+                tracing::warn!(
+                    timeout = ?COMMIT_TIMEOUT,
+                    "a metadata change was not committed in time (no majority?)"
+                );
+                Err(ErrorCode::TransientNotCommitted)
+            }
+        }
+    }
+
+    /// Waits up to `wait` for `answer` from the cluster thread while applying the committed
+    /// changes that keep arriving (the answer may depend on them: openraft answers a proposal
+    /// after applying it). `proposed` is this lane's own proposal, whose side effects its
+    /// command does itself. None when `wait` ran out.
+    async fn answer_while_applying<T>(
+        &mut self,
+        answer: &flume::Receiver<T>,
+        proposed: Option<&[u8]>,
+        wait: std::time::Duration,
+    ) -> Result<Option<T>, ErrorCode> {
+        let committed = self
+            .link
+            .as_ref()
+            .expect("a cluster member")
+            .applied
+            .clone();
+        let deadline = std::time::Instant::now() + wait;
         let mut mine_applied = false;
-        let deadline = std::time::Instant::now() + COMMIT_TIMEOUT;
         loop {
             let wait = deadline.saturating_duration_since(std::time::Instant::now());
             let next = {
                 let answered = pin!(answer.recv_async());
                 let applied = pin!(committed.recv_async());
                 match compio::time::timeout(wait, select(answered, applied)).await {
-                    Ok(Either::Left((answer, _))) => Either::Left((answer, ())),
-                    Ok(Either::Right((applied, _))) => Either::Right((applied, ())),
-                    Err(_) => {
-                        // A leader cut off from the majority commits nothing; the lane must not
-                        // wait for the partition to heal. The change may still commit later:
-                        // it then arrives as any other's, side effects reconciled.
-                        tracing::warn!(
-                            timeout = ?COMMIT_TIMEOUT,
-                            "a metadata change was not committed in time (no majority?)"
-                        );
-                        return Err(ErrorCode::TransientNotCommitted);
-                    }
+                    Ok(Either::Left((answer, _))) => Either::Left(answer),
+                    Ok(Either::Right((applied, _))) => Either::Right(applied),
+                    Err(_) => return Ok(None),
                 }
             };
             match next {
-                Either::Left((Ok(Ok(index)), _)) => {
-                    // The answer follows the entry's application, so it was applied just now
-                    // (or, after a restart in between, before).
-                    tracing::debug!(index, "metadata change committed");
-                    debug_assert!(mine_applied || self.replicated_index() >= index);
-                    return Ok(());
-                }
-                Either::Left((Ok(Err(error)), _)) => {
-                    tracing::warn!(?error, "metadata change not committed");
-                    return Err(match error {
-                        ProposeError::NotLeader(leader) => not_leader(leader),
-                        ProposeError::Failed(_) => ErrorCode::Error,
-                    });
-                }
-                Either::Left((Err(_), _)) => return Err(ErrorCode::Error),
-                Either::Right((Ok(applied), _)) => {
-                    let mine = !mine_applied && applied.command.op == bytes;
+                Either::Left(Ok(answer)) => return Ok(Some(answer)),
+                Either::Left(Err(_)) | Either::Right(Err(_)) => return Err(ErrorCode::Error),
+                Either::Right(Ok(applied)) => {
+                    let mine = !mine_applied && proposed == Some(applied.command.op.as_slice());
                     mine_applied |= mine;
                     self.apply_committed(applied, mine).await;
                 }
-                Either::Right((Err(_), _)) => return Err(ErrorCode::Error),
             }
         }
     }
@@ -150,24 +173,13 @@ impl ControlPlane {
             })
             .await
             .map_err(|_| ErrorCode::Error)?;
-        // Changes keep arriving while the leader works; apply them as usual.
-        let (payload, index) = loop {
-            let next = {
-                let answered = pin!(answer.recv_async());
-                let applied = pin!(committed.recv_async());
-                match select(answered, applied).await {
-                    Either::Left((answer, _)) => Either::Left(answer),
-                    Either::Right((applied, _)) => Either::Right(applied),
-                }
-            };
-            match next {
-                Either::Left(Ok(Ok(answer))) => break answer,
-                Either::Left(Ok(Err(code))) => {
-                    return Err(ErrorCode::from_code(code).unwrap_or(ErrorCode::Error));
-                }
-                Either::Left(Err(_)) | Either::Right(Err(_)) => return Err(ErrorCode::Error),
-                Either::Right(Ok(applied)) => self.apply_committed(applied, false).await,
-            }
+        let (payload, index) = match self
+            .answer_while_applying(&answer, None, FORWARD_TIMEOUT)
+            .await?
+        {
+            Some(Ok(answer)) => answer,
+            Some(Err(code)) => return Err(ErrorCode::from_code(code).unwrap_or(ErrorCode::Error)),
+            None => return Err(ErrorCode::Error),
         };
         let deadline = std::time::Instant::now() + CATCH_UP;
         while self.replicated_index() < index {
@@ -334,6 +346,9 @@ impl ControlPlane {
 
 /// How long the leader's lane waits for a majority to commit a change.
 const COMMIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Longer than the cluster thread's own limit on a forward (30 s), which answers first.
+const FORWARD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(35);
 
 /// How long a follower waits to apply a forwarded change it was told is committed.
 const CATCH_UP: std::time::Duration = std::time::Duration::from_secs(5);
