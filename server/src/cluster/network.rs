@@ -31,6 +31,10 @@ pub const FORWARD: u8 = 5;
 pub const RELAY: u8 = 6;
 /// A follower's session that relayed has ended (`relay.rs`).
 pub const GONE: u8 = 7;
+/// A new leader asks a peer for its state of one partition (`replication/codec.rs`).
+pub const REPLICA_STATE: u8 = 8;
+/// A replica asks for the messages after its log's end (`replication/codec.rs`).
+pub const FETCH: u8 = 9;
 
 /// Response tags: the body is the JSON of `Result<response, RaftError>`, or a refusal's text.
 pub const ANSWER: u8 = 0;

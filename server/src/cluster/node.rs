@@ -12,10 +12,11 @@ use super::link::{
 };
 use super::machine::StateMachine;
 use super::network::{
-    ANSWER, APPEND_ENTRIES, CallError, FORWARD, GONE, INSTALL_SNAPSHOT, PING, Peer, Peers, REFUSED,
-    RELAY, VOTE,
+    ANSWER, APPEND_ENTRIES, CallError, FETCH, FORWARD, GONE, INSTALL_SNAPSHOT, PING, Peer, Peers,
+    REFUSED, RELAY, REPLICA_STATE, VOTE,
 };
 use super::relay::{self, RelayRequest, Relayed};
+use super::replication::{self, Replicator};
 use super::store::LogStore;
 use super::types::{LogId, NodeId, Raft};
 use super::wire::{self, Credentials, HANDSHAKE_TIMEOUT};
@@ -146,9 +147,8 @@ pub fn start(
         })
         .map_err(|error| format!("cannot spawn the cluster thread: {error}"))?;
     tracing::warn!(
-        "cluster mode replicates the metadata (streams, topics, partitions, users, permissions, \
-         tokens, consumer groups); messages and stored consumer offsets are not replicated yet: \
-         the leader holds them, followers relay their clients' data requests to it"
+        "cluster mode is a preview: stored consumer offsets are not replicated yet (the leader \
+         holds them); followers relay their clients' data requests to the leader"
     );
     tracing::info!(
         replica_id,
@@ -222,11 +222,23 @@ async fn run(running: Running) {
             return;
         }
     };
+    let bridge = Arc::new(bridge);
+    let replicator = Arc::new(Replicator {
+        peers: peers.clone(),
+        members: members.clone(),
+        bridge: bridge.clone(),
+    });
+    tokio::spawn(replication::run(
+        replicator.clone(),
+        raft.clone(),
+        heartbeat.min(Duration::from_millis(200)),
+    ));
     let serving = Arc::new(Serving {
         raft: raft.clone(),
         peers: peers.clone(),
         control,
         bridge,
+        replicator,
     });
     tokio::spawn(accept_peers(listener, serving));
     tokio::spawn(relay_to_leader(relays, peers.clone(), members.clone()));
@@ -514,7 +526,8 @@ struct Serving {
     raft: Raft,
     peers: Peers,
     control: flume::Sender<ControlRequest>,
-    bridge: Bridge,
+    bridge: Arc<Bridge>,
+    replicator: Arc<Replicator>,
 }
 
 async fn accept_peers(listener: TcpListener, serving: Arc<Serving>) {
@@ -576,6 +589,8 @@ async fn serve_peer(
             },
             PING => serde_json::to_vec(&()),
             RELAY => Ok(relay::encode_answer(&run_relayed(serving, body).await)),
+            REPLICA_STATE => Ok(serving.replicator.serve_state(&body).await),
+            FETCH => Ok(serving.replicator.serve_fetch(&body).await),
             GONE => {
                 if let Ok(client) = <[u8; 4]>::try_from(body.as_slice()) {
                     let client = u32::from_le_bytes(client);

@@ -101,6 +101,24 @@ impl Bridge {
         answer.recv_async().await.unwrap_or(Err(ErrorCode::Error))
     }
 
+    /// Runs `work` on shard `index`'s event loop and returns what it gives; None when there is
+    /// no such shard or it has stopped (the server is shutting down).
+    pub async fn call_on<T: Send + 'static>(
+        &self,
+        index: usize,
+        work: impl FnOnce(Rc<Shard>) -> Pin<Box<dyn Future<Output = T>>> + Send + 'static,
+    ) -> Option<T> {
+        let sender = self.shards.get(index)?;
+        let (reply, answer) = flume::bounded(1);
+        let task: ShardTask = Box::new(move |shard| {
+            Box::pin(async move {
+                let _ = reply.send(work(shard).await);
+            })
+        });
+        sender.send_async(task).await.ok()?;
+        answer.recv_async().await.ok()
+    }
+
     /// Runs `work` on a shard (the next one in turn).
     pub async fn on_a_shard(&self, work: impl FnOnce(&Shard) + Send + 'static) {
         if self.shards.is_empty() {

@@ -227,6 +227,12 @@ impl Shard {
                 .encryption
                 .as_ref()
                 .map(|master| master.partition(key.stream_id, key.topic_id, key.partition_id)),
+            replicas: self
+                .shared
+                .cluster
+                .as_ref()
+                .map(|cluster| cluster.view.nodes.len())
+                .filter(|&nodes| nodes > 1),
         };
         let partition = LocalPartition::open(
             &self.shared.config.system.path,

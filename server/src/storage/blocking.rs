@@ -46,3 +46,34 @@ pub async fn read(path: &Path) -> io::Result<Vec<u8>> {
     let path: PathBuf = path.to_path_buf();
     run(move || std::fs::read(path)).await
 }
+
+/// Cuts (or extends with zeros) the file at `path` to `len` bytes and makes that durable.
+pub async fn set_len(path: &Path, len: u64) -> io::Result<()> {
+    let path = path.to_path_buf();
+    run(move || {
+        let file = std::fs::OpenOptions::new().write(true).open(path)?;
+        file.set_len(len)?;
+        file.sync_all()
+    })
+    .await
+}
+
+/// Replaces the small file at `path` with `bytes` so that a crash leaves the old content or
+/// the new, never a mix: a temporary file beside it, fsynced, renamed over it, the directory
+/// fsynced.
+pub async fn replace_file(path: &Path, bytes: Vec<u8>) -> io::Result<()> {
+    let path = path.to_path_buf();
+    run(move || {
+        use std::io::Write;
+        let temporary = path.with_extension("tmp");
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(&bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, &path)?;
+        if let Some(dir) = path.parent() {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    })
+    .await
+}

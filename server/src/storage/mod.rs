@@ -225,6 +225,7 @@ pub use partition::{
 pub use pool::{
     AlignedBuf, BLOCK_SIZE, BufferPool, MAX_CLASS_BYTES, MIN_CLASS_BYTES, PoolStats, PooledBuf,
 };
+pub(crate) use wait::WaitList;
 
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,10 @@
 //! calls: directly on the owner, or from another shard through [`LocalPartition::serve`].
 
 mod checksums;
+pub mod epochs;
 mod offsets;
+pub mod replica;
+mod replication;
 
 use super::dedup::Deduplicator;
 use super::message::{ConsumerKey, PartitionCall, PollArgs, Polled};
@@ -55,6 +58,8 @@ pub struct LocalPartition {
     /// The offset of the last checksum mismatch logged at ERROR: a consumer retrying the same
     /// broken message is counted every time but logged once.
     reported_mismatch: Cell<Option<u64>>,
+    /// In a cluster: the partition's epochs, leadership and commit (`replica.rs`).
+    replication: Option<replication::Replication>,
 }
 
 /// What a partition does to messages beside storing them, each per its configuration.
@@ -62,6 +67,8 @@ pub struct LocalPartition {
 pub struct Extras {
     pub dedup: Option<Deduplicator>,
     pub cipher: Option<MessageCipher>,
+    /// In a cluster: how many nodes hold the partition (a majority of them commits).
+    pub replicas: Option<usize>,
 }
 
 fn storage_error(error: storage::StorageError) -> ErrorCode {
@@ -110,6 +117,10 @@ impl LocalPartition {
         let mut published = storage.stats();
         // Whatever the writer did before the partition was served counts too.
         published.writes = Default::default();
+        let replication = match extras.replicas {
+            Some(voters) => Some(replication::Replication::load(&dir, voters).await),
+            None => None,
+        };
         let partition = LocalPartition {
             key,
             storage: RefCell::new(Rc::new(storage)),
@@ -125,6 +136,7 @@ impl LocalPartition {
             dedup: extras.dedup.map(RefCell::new),
             cipher: extras.cipher,
             reported_mismatch: Cell::new(None),
+            replication,
         };
         partition.load_offsets().await;
         partition.refresh_counters();
@@ -152,20 +164,26 @@ impl LocalPartition {
         self.reopening.set(false);
         match reopened {
             Ok((fresh, _report)) => {
-                let mut published = fresh.stats();
-                published.writes = Default::default();
-                self.published.set(published);
-                let fresh = Rc::new(fresh);
-                *self.storage.borrow_mut() = Rc::clone(&fresh);
-                // Stored offsets never point past the data (memory mode may have lost some).
-                self.load_offsets().await;
-                Ok(fresh)
+                self.replace_storage(fresh).await;
+                Ok(self.storage())
             }
             Err(error) => {
                 tracing::warn!(partition = %self.key, %error, "cannot reopen the failed partition yet");
                 Err(ErrorCode::CannotAppendMessage)
             }
         }
+    }
+
+    /// Serves `fresh` from now on, in place of a log that was reopened (after a storage failure,
+    /// or cut by a replica's truncation).
+    async fn replace_storage(&self, fresh: storage::Partition) {
+        let mut published = fresh.stats();
+        published.writes = Default::default();
+        self.published.set(published);
+        *self.storage.borrow_mut() = Rc::new(fresh);
+        // Stored offsets never point past the data (memory mode may have lost some).
+        self.load_offsets().await;
+        self.refresh_counters();
     }
 
     /// Removes every message and restarts the log at offset 0, as upstream's purge does:
@@ -201,7 +219,7 @@ impl LocalPartition {
         if let Some(dedup) = &self.dedup {
             dedup.borrow_mut().clear();
         }
-        Ok(())
+        self.restart_epochs().await
     }
 
     /// Publishes the storage's figures to the shared counters and the writer's counters
@@ -313,6 +331,10 @@ impl LocalPartition {
         if self.closed.replace(true) {
             return Ok(());
         }
+        if let Some(replication) = &self.replication {
+            // Fetches and appends waiting on the partition give up now.
+            replication.wake_all();
+        }
         self.storage().close().await
     }
 
@@ -325,7 +347,9 @@ impl LocalPartition {
     /// promises, so a failed or slow original never takes a retry down with it. A resend that
     /// races its still-unacknowledged original is stored too (a duplicate, never a loss).
     pub async fn append(&self, batch: MessageBatch) -> Result<Option<u64>, ErrorCode> {
-        let _shared = self.shared().await?;
+        // In a cluster: only the partition's leader appends (waiting out a takeover).
+        let term = self.leading_term().await?;
+        let shared = self.shared().await?;
         let timestamp = crate::time::now_micros();
         let storage = self.writable_storage().await?;
         let (batch, ids) = self.drop_duplicates(batch);
@@ -350,6 +374,11 @@ impl LocalPartition {
         let outcome = tracing::Instrument::instrument(storage.append(batch, timestamp), span)
             .await
             .map_err(storage_error)?;
+        if let Some(term) = term {
+            // Not under the gate: a purge need not wait for the followers.
+            drop(shared);
+            self.await_commit(term, outcome.last_offset).await?;
+        }
         if let Some(dedup) = &self.dedup {
             let mut dedup = dedup.borrow_mut();
             let now = std::time::Instant::now();
@@ -483,7 +512,13 @@ impl LocalPartition {
             consumer,
             auto_commit,
         } = args;
-        let current = self.storage().current_offset();
+        let mut current = self.storage().current_offset();
+        if let Some(commit_end) = self.commit_end() {
+            // Consumers see only what a majority holds.
+            current = current
+                .filter(|_| commit_end > 0)
+                .map(|c| c.min(commit_end - 1));
+        }
         let mut polled = Polled {
             partition_id: self.key.partition_id,
             current_offset: current.unwrap_or(0),
@@ -522,6 +557,7 @@ impl LocalPartition {
             return Ok(polled);
         }
         let start = start.max(first);
+        let count = u64::from(count).min(current - start + 1) as u32;
         let span = tracing::debug_span!(
             target: crate::telemetry::REQUEST_SPAN_TARGET,
             "storage.read",

@@ -20,6 +20,23 @@ impl Partition {
         batch: MessageBatch,
         timestamp_micros: u64,
     ) -> Result<AppendOutcome, StorageError> {
+        self.append_with(batch, Stamping::Fresh(timestamp_micros))
+            .await
+    }
+
+    /// Appends messages copied from another replica's log as they are stored there: offsets,
+    /// timestamps, ids and checksums are kept, so the two logs hold the same bytes. The batch
+    /// must continue this log (its first offset is the next offset) and every checksum must
+    /// hold; returns once the partition's ack mode is satisfied.
+    pub async fn append_replica(&self, batch: MessageBatch) -> Result<AppendOutcome, StorageError> {
+        self.append_with(batch, Stamping::Kept).await
+    }
+
+    async fn append_with(
+        &self,
+        batch: MessageBatch,
+        stamping: Stamping,
+    ) -> Result<AppendOutcome, StorageError> {
         if batch.is_empty() {
             return Err(StorageError::InvalidBatch(
                 "a batch needs at least one message",
@@ -39,7 +56,7 @@ impl Partition {
             if let Some(error) = state.unavailable() {
                 return Err(error);
             }
-            accept(inner, &mut state, batch, timestamp_micros)?
+            accept(inner, &mut state, batch, stamping)?
         };
         inner.work.notify_all();
         let last = outcome.last_offset;
@@ -100,12 +117,22 @@ pub(super) fn rotate(state: &mut State) {
     state.check_consistency();
 }
 
+/// How an append sets the messages' offsets and timestamps.
+#[derive(Clone, Copy)]
+pub(super) enum Stamping {
+    /// A client's batch: the next offsets, this server timestamp, random ids for id 0.
+    Fresh(u64),
+    /// Another replica's stored messages: their offsets must continue the log, their
+    /// timestamps must not go back, their checksums must hold; nothing is rewritten.
+    Kept,
+}
+
 /// The synchronous part of an append: rotation, stamping, indexing, staging.
 pub(super) fn accept(
     inner: &Inner,
     state: &mut State,
     batch: MessageBatch,
-    timestamp_micros: u64,
+    stamping: Stamping,
 ) -> Result<AppendOutcome, StorageError> {
     let config = &inner.config;
     let size = batch.size() as u64;
@@ -119,7 +146,11 @@ pub(super) fn accept(
     let first_offset = state.next_offset;
     // Server timestamps never go backwards within a partition, so timestamp search can use a
     // binary search even if the wall clock steps back.
-    let timestamp = timestamp_micros.max(state.last_timestamp);
+    let fresh_timestamp = match stamping {
+        Stamping::Fresh(timestamp_micros) => timestamp_micros.max(state.last_timestamp),
+        Stamping::Kept => 0,
+    };
+    let mut timestamp = state.last_timestamp;
     let mut bytes = batch.into_bytes();
     let pool = &inner.pool;
     let State {
@@ -156,8 +187,36 @@ pub(super) fn accept(
             return Err(StorageError::InvalidBatch("messages do not parse"));
         };
         let message_size = message.size();
+        let kept = match stamping {
+            Stamping::Fresh(_) => None,
+            Stamping::Kept => Some((
+                message.offset(),
+                message.timestamp(),
+                message.checksum_is_valid(),
+            )),
+        };
+        if let Some((kept_offset, kept_timestamp, valid)) = kept {
+            let refusal = if kept_offset != offset {
+                Some("replicated messages do not continue the log")
+            } else if kept_timestamp < timestamp {
+                Some("replicated timestamps go back")
+            } else if !valid {
+                Some("a replicated message fails its checksum")
+            } else {
+                None
+            };
+            if let Some(reason) = refusal {
+                index.truncate(entries_before);
+                unstage(&mut staging, staged_before, segment_start, base_position);
+                return Err(StorageError::InvalidBatch(reason));
+            }
+            timestamp = kept_timestamp;
+        }
         let message_bytes = &mut bytes[position..position + message_size];
-        stamp(message_bytes, offset, timestamp, random_message_id);
+        if kept.is_none() {
+            timestamp = fresh_timestamp;
+            stamp(message_bytes, offset, timestamp, random_message_id);
+        }
         // Copying each message right after stamping it reads it from L1, not from memory.
         stage(
             inner,

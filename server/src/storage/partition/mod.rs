@@ -12,6 +12,7 @@ mod read;
 mod retention;
 mod scan;
 mod state;
+mod truncate;
 mod writer;
 
 use crate::storage::config::PartitionConfig;
@@ -59,6 +60,15 @@ impl Partition {
         let state = self.inner.state.borrow();
         let visible_end = state.visible_end(self.inner.config.ack_mode);
         (visible_end > state.first_offset()).then(|| visible_end - 1)
+    }
+
+    /// The end of what the ack mode lets readers see: every offset below it is held as the
+    /// mode promises (written, fsynced, or in memory).
+    pub fn visible_end(&self) -> u64 {
+        let state = self.inner.state.borrow();
+        state
+            .visible_end(self.inner.config.ack_mode)
+            .max(state.first_offset())
     }
 
     /// The offset the next accepted message gets.

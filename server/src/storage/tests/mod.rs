@@ -11,4 +11,5 @@ mod failures;
 mod helpers;
 mod hot_path;
 mod reopen;
+mod replicas;
 mod retention;

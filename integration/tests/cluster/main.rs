@@ -5,7 +5,10 @@
 //! SDK 0.10.0, whose leader awareness follows the leader, and 0.11.0, which stays where it
 //! dialed) is committed once and visible on every node, partitions included; the leader's
 //! kill -9 elects another within seconds and loses nothing acknowledged; a restarted node
-//! catches up; a stranger on the replica port is refused.
+//! catches up; a stranger on the replica port is refused. `replication.rs` covers the partition
+//! data replicated to every node.
+
+mod replication;
 
 use iggy::prelude::*;
 use rill_integration::sdk::{

@@ -1,0 +1,356 @@
+//! Partition data replicated to every node (issue 20, step 3): a send is acknowledged once a
+//! majority holds it, consumers see only that, a leader's kill -9 under load loses nothing
+//! acknowledged, and a node that comes back cuts what was never committed and copies the rest,
+//! so in the end every node's log holds the same bytes.
+
+use super::*;
+use iggy_v011::prelude as v11;
+use iggy_v011::prelude::MessageClient as _;
+use rill_integration::sdk_v011;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Every `.log` file under `dir`, in path order (one partition here: its segments in order).
+fn segment_logs(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "log") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn stored_bytes(server: &TestServer) -> Vec<u8> {
+    segment_logs(&server.data_path().join("streams"))
+        .iter()
+        .flat_map(|path| std::fs::read(path).expect("read a segment"))
+        .collect()
+}
+
+/// Every message of partition 0, as (offset, id), polled through `server`.
+async fn poll_all(server: &TestServer, stream: u32) -> Vec<(u64, u128)> {
+    let deadline = Instant::now() + ELECTION;
+    'again: loop {
+        let client = sdk_v011::root_client(server).await;
+        let mut seen = Vec::new();
+        loop {
+            let polled = client
+                .poll_messages(
+                    &sdk_v011::id(stream),
+                    &sdk_v011::id(0),
+                    Some(0),
+                    &v11::Consumer::new(sdk_v011::id(7)),
+                    &v11::PollingStrategy::offset(seen.len() as u64),
+                    1000,
+                    false,
+                )
+                .await;
+            match polled {
+                Ok(polled) if polled.messages.is_empty() => return seen,
+                Ok(polled) => seen.extend(
+                    polled
+                        .messages
+                        .iter()
+                        .map(|message| (message.header.offset, message.header.id)),
+                ),
+                Err(error) => {
+                    assert!(
+                        Instant::now() < deadline,
+                        "cannot poll through {}: {error}",
+                        server.address()
+                    );
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue 'again;
+                }
+            }
+        }
+    }
+}
+
+/// Sends message `n` (id n + 1) one at a time through `server` until `stop`, recording which
+/// were acknowledged and which failed (their fate is unknown: never resent).
+async fn produce(
+    server: &TestServer,
+    stream: u32,
+    stop: Arc<AtomicBool>,
+    acked: Arc<Mutex<Vec<u128>>>,
+) -> tokio::task::JoinHandle<Vec<u128>> {
+    let client = sdk_v011::root_client(server).await;
+    tokio::spawn(async move {
+        let mut failed = Vec::new();
+        let mut n = 0u128;
+        while !stop.load(Ordering::Relaxed) {
+            let id = n + 1;
+            let mut batch = vec![sdk_v011::message(id, &format!("message {n}"), None)];
+            let sent = client
+                .send_messages(
+                    &sdk_v011::id(stream),
+                    &sdk_v011::id(0),
+                    &v11::Partitioning::partition_id(0),
+                    &mut batch,
+                )
+                .await;
+            match sent {
+                Ok(_) => acked.lock().unwrap().push(id),
+                Err(_) => {
+                    failed.push(id);
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            n += 1;
+        }
+        failed
+    })
+}
+
+async fn wait_for_acks(acked: &Mutex<Vec<u128>>, count: usize, server: &TestServer) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while acked.lock().unwrap().len() < count {
+        assert!(
+            Instant::now() < deadline,
+            "only {} sends acknowledged\n{}",
+            acked.lock().unwrap().len(),
+            server.log_tail()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Every acknowledged id is stored exactly once and in the order it was acknowledged; nothing
+/// is stored twice; offsets run without gaps.
+fn check_log(seen: &[(u64, u128)], acked: &[u128], failed: &[u128]) {
+    let offsets: Vec<u64> = seen.iter().map(|(offset, _)| *offset).collect();
+    assert_eq!(offsets, (0..seen.len() as u64).collect::<Vec<_>>());
+    let mut count: HashMap<u128, usize> = HashMap::new();
+    for (_, id) in seen {
+        *count.entry(*id).or_default() += 1;
+    }
+    assert!(count.values().all(|&n| n == 1), "an id stored twice");
+    let stored: Vec<u128> = seen.iter().map(|(_, id)| *id).collect();
+    let acked_in_log: Vec<u128> = stored
+        .iter()
+        .copied()
+        .filter(|id| acked.contains(id))
+        .collect();
+    assert_eq!(
+        acked_in_log, acked,
+        "acknowledged messages lost or reordered"
+    );
+    for id in stored {
+        assert!(
+            acked.contains(&id) || failed.contains(&id),
+            "message {id} was never sent"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_messages_survive_the_leaders_kill_and_every_node_ends_with_the_same_log() {
+    let mut cluster = TestCluster::start(3, options());
+    let view = settled_view(&cluster.nodes[0], 3).await;
+    let leader = leader_index(&cluster, &view);
+    let (survivor, other) = ((leader + 1) % 3, (leader + 2) % 3);
+    let admin = root_client(&cluster.nodes[leader]).await;
+    let stream = create_stream(&admin, "replicated").await;
+    create_topic(&admin, stream, "events", 1).await;
+    for server in &cluster.nodes {
+        wait_for_streams(server, &["replicated"]).await;
+    }
+
+    // Load through a follower (SDK 0.11.0 stays on the node it dialed), the leader killed
+    // in the middle of it.
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let producer = produce(
+        &cluster.nodes[survivor],
+        stream,
+        stop.clone(),
+        acked.clone(),
+    )
+    .await;
+    wait_for_acks(&acked, 100, &cluster.nodes[survivor]).await;
+    cluster.nodes[leader].kill();
+    let killed = Instant::now();
+    let before = acked.lock().unwrap().len();
+    wait_for_acks(&acked, before + 1, &cluster.nodes[survivor]).await;
+    eprintln!(
+        "failover (kill to the next acknowledged send): {:?}",
+        killed.elapsed()
+    );
+    wait_for_acks(&acked, before + 100, &cluster.nodes[survivor]).await;
+    stop.store(true, Ordering::Relaxed);
+    let failed = producer.await.unwrap();
+    let acked = acked.lock().unwrap().clone();
+    check_log(
+        &poll_all(&cluster.nodes[other], stream).await,
+        &acked,
+        &failed,
+    );
+
+    // The old leader comes back: it cuts what it held alone and copies what it missed. Then
+    // the current leader goes, so the restarted node is part of every majority left.
+    cluster.nodes[leader].start_again();
+    settled_view(&cluster.nodes[leader], 3).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let view = settled_view(&cluster.nodes[other], 3).await;
+    let second = leader_index(&cluster, &view);
+    cluster.nodes[second].kill();
+    let remaining = (0..3).find(|&index| index != second).unwrap();
+    check_log(
+        &poll_all(&cluster.nodes[remaining], stream).await,
+        &acked,
+        &failed,
+    );
+
+    // Every node, restarted, catches up; stopped cleanly, their logs are byte for byte equal.
+    cluster.nodes[second].start_again();
+    settled_view(&cluster.nodes[second], 3).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for server in &mut cluster.nodes {
+        server.stop();
+    }
+    let logs: Vec<Vec<u8>> = cluster.nodes.iter().map(stored_bytes).collect();
+    assert!(!logs[0].is_empty());
+    for (index, log) in logs.iter().enumerate() {
+        assert!(
+            log == &logs[0],
+            "node {index} holds {} bytes, node 0 holds {}",
+            log.len(),
+            logs[0].len()
+        );
+    }
+}
+
+async fn send_one(client: &IggyClient, stream: u32, payload: &str) -> Result<(), IggyError> {
+    let mut batch = vec![IggyMessage::from_str(payload).unwrap()];
+    client
+        .send_messages(
+            &id(stream),
+            &id(0),
+            &Partitioning::partition_id(0),
+            &mut batch,
+        )
+        .await
+}
+
+async fn payloads(client: &IggyClient, stream: u32) -> Vec<String> {
+    let polled = client
+        .poll_messages(
+            &id(stream),
+            &id(0),
+            Some(0),
+            &Consumer::new(id(3)),
+            &PollingStrategy::offset(0),
+            10,
+            false,
+        )
+        .await
+        .expect("poll");
+    polled
+        .messages
+        .iter()
+        .map(|message| String::from_utf8_lossy(&message.payload).into_owned())
+        .collect()
+}
+
+fn signal(pids: &[i32], signal: i32) {
+    for pid in pids {
+        assert_eq!(unsafe { libc::kill(*pid, signal) }, 0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_without_a_majority_acknowledges_nothing_and_its_lone_tail_is_cut() {
+    let mut cluster = TestCluster::start(3, options());
+    let view = settled_view(&cluster.nodes[0], 3).await;
+    let leader = leader_index(&cluster, &view);
+    let survivor = (leader + 1) % 3;
+    let client = anonymous_client(&cluster.nodes[leader]).await;
+    client.login_user("iggy", "iggy").await.expect("login");
+    let stream = create_stream(&client, "cut-off").await;
+    create_topic(&client, stream, "events", 1).await;
+    for server in &cluster.nodes {
+        wait_for_streams(server, &["cut-off"]).await;
+    }
+    send_one(&client, stream, "committed")
+        .await
+        .expect("a majority is up");
+    assert_eq!(payloads(&client, stream).await, ["committed"]);
+
+    // Frozen followers are a network partition with the leader on the minority side.
+    let followers: Vec<i32> = (0..3)
+        .filter(|index| *index != leader)
+        .map(|index| cluster.nodes[index].pid().expect("running") as i32)
+        .collect();
+    signal(&followers, libc::SIGSTOP);
+    let asked = Instant::now();
+    let refused = send_one(&client, stream, "alone").await;
+    let waited = asked.elapsed();
+    let shown = payloads(&client, stream).await;
+    // The leader dies holding "alone"; the others go on without it.
+    cluster.nodes[leader].kill();
+    signal(&followers, libc::SIGCONT);
+    eprintln!("refused after {waited:?}: {refused:?}");
+    refused.expect_err("a send acknowledged without a majority");
+    assert_eq!(
+        shown,
+        ["committed"],
+        "a consumer was shown what only the leader holds"
+    );
+    // 57 TransientNotCommitted on the wire (SDK 0.10.0 knows no such code and says Error).
+    assert!(
+        cluster.nodes[leader]
+            .log()
+            .contains("a batch was not held by a majority in time")
+    );
+
+    let deadline = Instant::now() + ELECTION;
+    let other = loop {
+        let other = first_client(&cluster.nodes[survivor]).await;
+        match send_one(&other, stream, "after").await {
+            Ok(()) => break other,
+            Err(error) => assert!(
+                Instant::now() < deadline,
+                "the majority takes no message: {error}\n{}",
+                cluster.nodes[survivor].log_tail()
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(payloads(&other, stream).await, ["committed", "after"]);
+
+    // Back, the old leader cuts "alone" (never acknowledged) and copies "after": stopped
+    // cleanly, every node holds the same bytes.
+    cluster.nodes[leader].start_again();
+    settled_view(&cluster.nodes[leader], 3).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        cluster.nodes[leader]
+            .log()
+            .contains("cutting messages the leader's log does not hold"),
+        "{}",
+        cluster.nodes[leader].log_tail()
+    );
+    for server in &mut cluster.nodes {
+        server.stop();
+    }
+    let logs: Vec<Vec<u8>> = cluster.nodes.iter().map(stored_bytes).collect();
+    assert!(
+        logs.iter().all(|log| log == &logs[0]),
+        "the nodes' logs differ"
+    );
+}

@@ -1,0 +1,259 @@
+//! The replica port's partition-replication bodies, binary both ways (messages travel as
+//! stored, so JSON is out of the question). Little-endian throughout.
+//!
+//! ```text
+//! STATE  request  stream u32 | topic u32 | partition u32
+//!        answer   0 | code u32                      refused (PartitionNotFound...)
+//!                 1 | end u64 | epochs              the replica's state
+//! FETCH  request  stream u32 | topic u32 | partition u32 | follower u64 | epoch u64
+//!                 | recover u8 | end u64 | max_messages u32 | wait_ms u32 | epochs
+//!        answer   0 | code u32
+//!                 1 | end u64 | epochs              cut your log to end
+//!                 2 | commit_end u64 | epochs | the messages, as stored, to the end
+//! ```
+//! `epochs` is `Epochs::encode`'s form (checksummed).
+
+use crate::shard::partitions::epochs::Epochs;
+use crate::shard::partitions::replica::{FetchRequest, Fetched, ReplicaState};
+use crate::shard::table::PartitionKey;
+use bytes::Bytes;
+use std::time::Duration;
+
+fn key_bytes(key: &PartitionKey, out: &mut Vec<u8>) {
+    out.extend_from_slice(&key.stream_id.to_le_bytes());
+    out.extend_from_slice(&key.topic_id.to_le_bytes());
+    out.extend_from_slice(&key.partition_id.to_le_bytes());
+}
+
+/// A cursor over a body; every read fails cleanly on a short body.
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let (head, rest) = self.0.split_at_checked(N)?;
+        self.0 = rest;
+        head.try_into().ok()
+    }
+
+    fn u8(&mut self) -> Option<u8> {
+        self.take::<1>().map(|[byte]| byte)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        self.take().map(u32::from_le_bytes)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        self.take().map(u64::from_le_bytes)
+    }
+
+    fn key(&mut self) -> Option<PartitionKey> {
+        Some(PartitionKey::new(self.u32()?, self.u32()?, self.u32()?))
+    }
+
+    fn epochs(&mut self) -> Option<Epochs> {
+        let (epochs, used) = Epochs::decode(self.0)?;
+        self.0 = &self.0[used..];
+        Some(epochs)
+    }
+}
+
+pub fn encode_state_request(key: &PartitionKey) -> Vec<u8> {
+    let mut out = Vec::with_capacity(12);
+    key_bytes(key, &mut out);
+    out
+}
+
+pub fn decode_state_request(body: &[u8]) -> Option<PartitionKey> {
+    let mut reader = Reader(body);
+    let key = reader.key()?;
+    reader.0.is_empty().then_some(key)
+}
+
+pub fn encode_state_answer(answer: &Result<ReplicaState, u32>) -> Vec<u8> {
+    let mut out = Vec::new();
+    match answer {
+        Err(code) => {
+            out.push(0);
+            out.extend_from_slice(&code.to_le_bytes());
+        }
+        Ok(state) => {
+            out.push(1);
+            out.extend_from_slice(&state.end.to_le_bytes());
+            state.epochs.encode(&mut out);
+        }
+    }
+    out
+}
+
+pub fn decode_state_answer(body: &[u8]) -> Option<Result<ReplicaState, u32>> {
+    let mut reader = Reader(body);
+    let answer = match reader.u8()? {
+        0 => Err(reader.u32()?),
+        1 => {
+            let end = reader.u64()?;
+            Ok(ReplicaState {
+                end,
+                epochs: reader.epochs()?,
+            })
+        }
+        _ => return None,
+    };
+    reader.0.is_empty().then_some(answer)
+}
+
+pub fn encode_fetch_request(key: &PartitionKey, request: &FetchRequest) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    key_bytes(key, &mut out);
+    out.extend_from_slice(&request.follower.to_le_bytes());
+    out.extend_from_slice(&request.epoch.to_le_bytes());
+    out.push(u8::from(request.recover));
+    out.extend_from_slice(&request.state.end.to_le_bytes());
+    out.extend_from_slice(&request.max_messages.to_le_bytes());
+    let wait = u32::try_from(request.wait.as_millis()).unwrap_or(u32::MAX);
+    out.extend_from_slice(&wait.to_le_bytes());
+    request.state.epochs.encode(&mut out);
+    out
+}
+
+pub fn decode_fetch_request(body: &[u8]) -> Option<(PartitionKey, FetchRequest)> {
+    let mut reader = Reader(body);
+    let key = reader.key()?;
+    let follower = reader.u64()?;
+    let epoch = reader.u64()?;
+    let recover = match reader.u8()? {
+        0 => false,
+        1 => true,
+        _ => return None,
+    };
+    let end = reader.u64()?;
+    let max_messages = reader.u32()?;
+    let wait = Duration::from_millis(u64::from(reader.u32()?));
+    let epochs = reader.epochs()?;
+    let request = FetchRequest {
+        follower,
+        epoch,
+        recover,
+        state: ReplicaState { epochs, end },
+        max_messages,
+        wait,
+    };
+    reader.0.is_empty().then_some((key, request))
+}
+
+pub fn encode_fetch_answer(answer: &Result<Fetched, u32>) -> Vec<u8> {
+    let mut out = Vec::new();
+    match answer {
+        Err(code) => {
+            out.push(0);
+            out.extend_from_slice(&code.to_le_bytes());
+        }
+        Ok(Fetched::Truncate { epochs, end }) => {
+            out.push(1);
+            out.extend_from_slice(&end.to_le_bytes());
+            epochs.encode(&mut out);
+        }
+        Ok(Fetched::Messages {
+            epochs,
+            commit_end,
+            messages,
+        }) => {
+            out.reserve(messages.len() + 64);
+            out.push(2);
+            out.extend_from_slice(&commit_end.to_le_bytes());
+            epochs.encode(&mut out);
+            out.extend_from_slice(messages);
+        }
+    }
+    out
+}
+
+pub fn decode_fetch_answer(body: Vec<u8>) -> Option<Result<Fetched, u32>> {
+    let mut reader = Reader(&body);
+    let answer = match reader.u8()? {
+        0 => {
+            let code = reader.u32()?;
+            if !reader.0.is_empty() {
+                return None;
+            }
+            Err(code)
+        }
+        1 => {
+            let end = reader.u64()?;
+            let epochs = reader.epochs()?;
+            if !reader.0.is_empty() {
+                return None;
+            }
+            Ok(Fetched::Truncate { epochs, end })
+        }
+        2 => {
+            let commit_end = reader.u64()?;
+            let epochs = reader.epochs()?;
+            let at = body.len() - reader.0.len();
+            let messages = Bytes::from(body).slice(at..);
+            Ok(Fetched::Messages {
+                epochs,
+                commit_end,
+                messages,
+            })
+        }
+        _ => return None,
+    };
+    Some(answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shard::partitions::epochs::arbitrary as epochs;
+    use proptest::prelude::*;
+
+    fn key() -> impl Strategy<Value = PartitionKey> {
+        (any::<u32>(), any::<u32>(), any::<u32>()).prop_map(|(s, t, p)| PartitionKey::new(s, t, p))
+    }
+
+    proptest! {
+        #[test]
+        fn fetch_requests_round_trip(
+            key in key(), epochs in epochs(), follower in any::<u64>(), epoch in any::<u64>(),
+            recover in any::<bool>(), end in any::<u64>(), max in any::<u32>(), wait in 0u32..100_000,
+        ) {
+            let request = FetchRequest {
+                follower, epoch, recover, state: ReplicaState { epochs, end }, max_messages: max,
+                wait: Duration::from_millis(u64::from(wait)),
+            };
+            let bytes = encode_fetch_request(&key, &request);
+            prop_assert_eq!(decode_fetch_request(&bytes), Some((key, request)));
+            prop_assert_eq!(decode_fetch_request(&bytes[..bytes.len() - 1]), None);
+        }
+
+        #[test]
+        fn fetch_answers_round_trip(
+            epochs in epochs(), end in any::<u64>(), code in any::<u32>(),
+            messages in proptest::collection::vec(any::<u8>(), 0..64), which in 0u8..3,
+        ) {
+            let answer = match which {
+                0 => Err(code),
+                1 => Ok(Fetched::Truncate { epochs, end }),
+                _ => Ok(Fetched::Messages { epochs, commit_end: end, messages: Bytes::from(messages) }),
+            };
+            let bytes = encode_fetch_answer(&answer);
+            prop_assert_eq!(decode_fetch_answer(bytes), Some(answer));
+        }
+
+        #[test]
+        fn state_round_trips(key in key(), epochs in epochs(), end in any::<u64>(), code in any::<u32>(), ok in any::<bool>()) {
+            prop_assert_eq!(decode_state_request(&encode_state_request(&key)), Some(key));
+            let answer = if ok { Ok(ReplicaState { epochs, end }) } else { Err(code) };
+            prop_assert_eq!(decode_state_answer(&encode_state_answer(&answer)), Some(answer));
+        }
+
+        #[test]
+        fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..160)) {
+            let _ = decode_fetch_request(&bytes);
+            let _ = decode_fetch_answer(bytes.clone());
+            let _ = decode_state_request(&bytes);
+            let _ = decode_state_answer(&bytes);
+        }
+    }
+}

@@ -1,0 +1,369 @@
+//! The cluster thread's part of partition replication (the partitions' own part is
+//! `shard/partitions/replica.rs`). For every partition this node holds it runs one task whose
+//! kind follows the metadata group's leadership:
+//!
+//! * **follow** (another node leads, term T): stop leading the partition, then fetch from
+//!   the leader what follows this log's end, store it, and ask again; each fetch tells the
+//!   leader how far this log reaches, which is what the leader's commit counts. The leader
+//!   holds a fetch while it has nothing new, so a batch travels as soon as it is written.
+//! * **take over** (this node leads, term T): ask every peer for its log's state, and once a
+//!   majority (this node included) has answered, copy the most complete log among them (the
+//!   highest generation, then the highest last epoch, then the longest), cutting first what
+//!   this log holds that that one does not. Then lead in term T. Whatever a majority held is in
+//!   that log, so nothing acknowledged is lost (Raft's election argument, with the epochs in
+//!   place of log terms).
+//! * **idle** (no leader known): stop leading; appends wait for a leader.
+//!
+//! Each task has a replica connection of its own (a fetch may wait on the leader).
+
+pub mod codec;
+
+use super::network::{CallError, FETCH, Peer, Peers, REPLICA_STATE};
+use super::types::{NodeId, Raft};
+use crate::http::bridge::Bridge;
+use crate::shard::partitions::LocalPartition;
+use crate::shard::partitions::replica::{FetchRequest, Fetched, ReplicaState};
+use crate::shard::table::PartitionKey;
+use openraft::{BasicNode, ServerState};
+use rill_core::ErrorCode;
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Messages one fetch may carry.
+const FETCH_MESSAGES: u32 = 2048;
+/// How long the leader may hold a fetch while it has nothing new.
+const FETCH_WAIT: Duration = Duration::from_millis(500);
+/// The pause before a failed fetch or takeover step is tried again.
+const RETRY: Duration = Duration::from_millis(100);
+
+type PartitionWork<T> = Box<
+    dyn FnOnce(Rc<LocalPartition>) -> Pin<Box<dyn Future<Output = Result<T, ErrorCode>>>> + Send,
+>;
+
+/// What the replication tasks share: the way to the peers and to the shards.
+pub struct Replicator {
+    pub peers: Peers,
+    pub members: BTreeMap<NodeId, BasicNode>,
+    pub bridge: Arc<Bridge>,
+}
+
+/// What this node does for every partition, from the metadata group's leadership.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Lead { term: u64 },
+    Follow { leader: NodeId, term: u64 },
+    Idle,
+}
+
+impl Replicator {
+    fn majority(&self) -> usize {
+        self.members.len() / 2 + 1
+    }
+
+    fn peer(&self, id: NodeId) -> Option<Peer> {
+        let node = self.members.get(&id)?;
+        Some(Peer::new(self.peers.clone(), id, node.addr.clone()))
+    }
+
+    /// Runs `work` on the partition, on the shard that owns it.
+    async fn on_partition<T: Send + 'static>(
+        &self,
+        key: PartitionKey,
+        work: PartitionWork<T>,
+    ) -> Result<T, ErrorCode> {
+        let owner = self
+            .bridge
+            .call_on(0, move |shard| {
+                Box::pin(async move { shard.shared.shards_table.ready_owner(&key) })
+            })
+            .await
+            .flatten()
+            .ok_or(ErrorCode::PartitionNotFound)?;
+        self.bridge
+            .call_on(usize::from(owner), move |shard| {
+                Box::pin(async move {
+                    match shard.local_partition(&key) {
+                        Some(partition) => work(partition).await,
+                        None => Err(ErrorCode::PartitionNotFound),
+                    }
+                })
+            })
+            .await
+            .unwrap_or(Err(ErrorCode::ShardCommunicationError))
+    }
+
+    async fn state(&self, key: PartitionKey) -> Result<ReplicaState, ErrorCode> {
+        self.on_partition(
+            key,
+            Box::new(|partition| Box::pin(async move { partition.replica_state() })),
+        )
+        .await
+    }
+
+    async fn store(&self, key: PartitionKey, fetched: Fetched) -> Result<ReplicaState, ErrorCode> {
+        self.on_partition(
+            key,
+            Box::new(|partition| Box::pin(async move { partition.store_fetched(fetched).await })),
+        )
+        .await
+    }
+
+    async fn lead(&self, key: PartitionKey, term: Option<u64>) -> Result<(), ErrorCode> {
+        self.on_partition(
+            key,
+            Box::new(move |partition| Box::pin(async move { partition.lead(term).await })),
+        )
+        .await
+    }
+
+    async fn partition_keys(&self) -> Vec<PartitionKey> {
+        self.bridge
+            .call_on(0, |shard| {
+                Box::pin(async move { shard.shared.shards_table.keys() })
+            })
+            .await
+            .unwrap_or_default()
+    }
+
+    /// The STATE request of a peer taking over: this replica's state of one partition.
+    pub async fn serve_state(&self, body: &[u8]) -> Vec<u8> {
+        let answer = match codec::decode_state_request(body) {
+            Some(key) => self.state(key).await.map_err(ErrorCode::code),
+            None => Err(ErrorCode::InvalidCommand.code()),
+        };
+        codec::encode_state_answer(&answer)
+    }
+
+    /// A follower's (or a recovering leader's) FETCH.
+    pub async fn serve_fetch(&self, body: &[u8]) -> Vec<u8> {
+        let answer = match codec::decode_fetch_request(body) {
+            Some((key, request)) => self
+                .on_partition(
+                    key,
+                    Box::new(|partition| {
+                        Box::pin(async move { partition.serve_fetch(request).await })
+                    }),
+                )
+                .await
+                .map_err(ErrorCode::code),
+            None => Err(ErrorCode::InvalidCommand.code()),
+        };
+        codec::encode_fetch_answer(&answer)
+    }
+}
+
+/// Keeps one task per partition, of the kind the leadership asks for, for as long as this
+/// node runs. `tick` bounds how late a new partition gets its task.
+pub async fn run(replicator: Arc<Replicator>, raft: Raft, tick: Duration) {
+    let me = replicator.peers.me;
+    let mut metrics = raft.metrics();
+    let mut tasks: HashMap<PartitionKey, (Role, tokio::task::JoinHandle<()>)> = HashMap::new();
+    loop {
+        let role = {
+            let now = metrics.borrow();
+            match now.current_leader {
+                Some(leader) if leader == me && now.state == ServerState::Leader => Role::Lead {
+                    term: now.current_term,
+                },
+                Some(leader) if leader != me => Role::Follow {
+                    leader,
+                    term: now.current_term,
+                },
+                _ => Role::Idle,
+            }
+        };
+        let keys = replicator.partition_keys().await;
+        tasks.retain(|key, (was, task)| {
+            let keep = *was == role && keys.contains(key);
+            if !keep {
+                task.abort();
+            }
+            keep
+        });
+        for key in keys {
+            tasks.entry(key).or_insert_with(|| {
+                let replicator = replicator.clone();
+                let task = match role {
+                    Role::Lead { term } => tokio::spawn(take_over(replicator, key, term)),
+                    Role::Follow { leader, term } => {
+                        tokio::spawn(follow(replicator, key, leader, term))
+                    }
+                    Role::Idle => tokio::spawn(async move {
+                        let _ = replicator.lead(key, None).await;
+                    }),
+                };
+                (role, task)
+            });
+        }
+        tokio::select! {
+            changed = metrics.changed() => if changed.is_err() {
+                tasks.values().for_each(|(_, task)| task.abort());
+                return;
+            },
+            () = tokio::time::sleep(tick) => {}
+        }
+    }
+}
+
+/// Follows the leader of term `term` for one partition, for as long as the task lives.
+async fn follow(replicator: Arc<Replicator>, key: PartitionKey, leader: NodeId, term: u64) {
+    let Some(mut client) = replicator.peer(leader) else {
+        return;
+    };
+    let mut state = loop {
+        let stopped = replicator.lead(key, None).await;
+        match (stopped, replicator.state(key).await) {
+            (Ok(()), Ok(state)) => break state,
+            _ => tokio::time::sleep(RETRY).await,
+        }
+    };
+    loop {
+        let request = FetchRequest {
+            follower: replicator.peers.me,
+            epoch: term,
+            recover: false,
+            state: state.clone(),
+            max_messages: FETCH_MESSAGES,
+            wait: FETCH_WAIT,
+        };
+        let body = codec::encode_fetch_request(&key, &request);
+        let answer = client
+            .call_raw(FETCH, &body, FETCH_WAIT + Duration::from_secs(10))
+            .await;
+        let fetched = match answer {
+            Ok(bytes) => codec::decode_fetch_answer(bytes),
+            Err(CallError::Unreachable(_) | CallError::Network(_)) => None,
+        };
+        match fetched {
+            Some(Ok(fetched)) => match replicator.store(key, fetched).await {
+                Ok(now) => state = now,
+                Err(code) => {
+                    tracing::warn!(partition = %key, ?code, "cannot store what the leader sent");
+                    tokio::time::sleep(RETRY).await;
+                    if let Ok(now) = replicator.state(key).await {
+                        state = now;
+                    }
+                }
+            },
+            // The leader is still taking over, or does not hold the partition yet.
+            Some(Err(_)) | None => tokio::time::sleep(RETRY).await,
+        }
+    }
+}
+
+/// Makes this node's log of one partition the most complete of a majority, then leads it.
+async fn take_over(replicator: Arc<Replicator>, key: PartitionKey, term: u64) {
+    let me = replicator.peers.me;
+    loop {
+        let Ok(mine) = replicator.state(key).await else {
+            tokio::time::sleep(RETRY).await;
+            continue;
+        };
+        let mut states = vec![(me, mine)];
+        let mut asking = tokio::task::JoinSet::new();
+        for &id in replicator.members.keys().filter(|&&id| id != me) {
+            let Some(mut client) = replicator.peer(id) else {
+                continue;
+            };
+            let body = codec::encode_state_request(&key);
+            asking.spawn(async move {
+                let answer = client
+                    .call_raw(REPLICA_STATE, &body, Duration::from_secs(2))
+                    .await;
+                (
+                    id,
+                    answer
+                        .ok()
+                        .and_then(|bytes| codec::decode_state_answer(&bytes)),
+                )
+            });
+        }
+        while let Some(Ok((id, answer))) = asking.join_next().await {
+            match answer {
+                Some(Ok(state)) => states.push((id, state)),
+                // A peer that has not opened the partition holds nothing of it.
+                Some(Err(code)) if code == ErrorCode::PartitionNotFound.code() => {
+                    states.push((id, ReplicaState::default()))
+                }
+                _ => {}
+            }
+        }
+        if states.len() < replicator.majority() {
+            tracing::debug!(partition = %key, answered = states.len(), "a majority has not answered the takeover yet");
+            tokio::time::sleep(RETRY).await;
+            continue;
+        }
+        let (best, target) = states
+            .iter()
+            .max_by_key(|(id, state)| {
+                (
+                    state.epochs.generation,
+                    state.epochs.last(),
+                    state.end,
+                    *id == me,
+                )
+            })
+            .cloned()
+            .expect("this node's own state is there");
+        if best != me {
+            tracing::info!(partition = %key, from = best, end = target.end, "copying the most complete log before leading");
+            if copy_from(&replicator, key, best, term, &target)
+                .await
+                .is_err()
+            {
+                tokio::time::sleep(RETRY).await;
+                continue;
+            }
+        }
+        match replicator.lead(key, Some(term)).await {
+            Ok(()) => return,
+            Err(_) => tokio::time::sleep(RETRY).await,
+        }
+    }
+}
+
+/// Copies `source`'s log of one partition up to `target`'s end into this node's.
+async fn copy_from(
+    replicator: &Replicator,
+    key: PartitionKey,
+    source: NodeId,
+    term: u64,
+    target: &ReplicaState,
+) -> Result<(), ()> {
+    let mut client = replicator.peer(source).ok_or(())?;
+    let mut state = replicator.state(key).await.map_err(|_| ())?;
+    while state.end < target.end
+        || state
+            .epochs
+            .common_end(state.end, &target.epochs, target.end)
+            < state.end
+    {
+        let request = FetchRequest {
+            follower: replicator.peers.me,
+            epoch: term,
+            recover: true,
+            state: state.clone(),
+            max_messages: FETCH_MESSAGES,
+            wait: Duration::ZERO,
+        };
+        let body = codec::encode_fetch_request(&key, &request);
+        let answer = client
+            .call_raw(FETCH, &body, Duration::from_secs(10))
+            .await
+            .map_err(|_| ())?;
+        let fetched = match codec::decode_fetch_answer(answer) {
+            Some(Ok(fetched)) => fetched,
+            _ => return Err(()),
+        };
+        let nothing = matches!(&fetched, Fetched::Messages { messages, .. } if messages.is_empty());
+        state = replicator.store(key, fetched).await.map_err(|_| ())?;
+        if nothing {
+            break;
+        }
+    }
+    Ok(())
+}

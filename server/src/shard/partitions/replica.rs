@@ -1,0 +1,314 @@
+//! A partition's part in cluster replication. Every node holds every partition; the metadata
+//! leader leads them all for now. The leader appends a client's batch to its own log, then
+//! answers once a majority of the nodes hold it in the partition's ack mode: followers copy the
+//! leader's log by asking for what follows their own end (a fetch, as in Kafka), and each
+//! fetch tells the leader how far that follower's log reaches. Consumers are shown only what a
+//! majority holds (`commit_end`), so a new leader never takes back what a consumer saw.
+//!
+//! Every log carries its leader epochs (`epochs.rs`); a fetch whose log parts from the
+//! leader's is told where to cut it, and a new leader first copies the most complete log
+//! among a majority (the cluster thread's takeover) before it leads.
+
+use super::LocalPartition;
+use super::epochs::Epochs;
+use super::replication::{Replication, save_epochs};
+use bytes::{Bytes, BytesMut};
+use rill_core::ErrorCode;
+use rill_core::message::MessageBatch;
+use std::time::Duration;
+
+/// What one replica holds: its log's epochs and the end of what it holds in its ack mode.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplicaState {
+    pub epochs: Epochs,
+    pub end: u64,
+}
+
+/// A request for the messages after the end of the asker's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchRequest {
+    /// The asking node's replica id.
+    pub follower: u64,
+    /// The term in which the asker follows this node.
+    pub epoch: u64,
+    /// A new leader copying this node's log before it leads: answered whoever leads, not
+    /// counted towards the commit, never waits.
+    pub recover: bool,
+    pub state: ReplicaState,
+    pub max_messages: u32,
+    /// How long the leader may hold the request while it has nothing new.
+    pub wait: Duration,
+}
+
+/// The answer to a fetch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fetched {
+    /// The asker's log holds messages this one does not: cut it to `end`.
+    Truncate { epochs: Epochs, end: u64 },
+    /// The messages after the asker's end (maybe none), as stored, and what is committed.
+    Messages {
+        epochs: Epochs,
+        commit_end: u64,
+        messages: Bytes,
+    },
+}
+
+/// How long an append waits for a majority before it is answered 57 TransientNotCommitted.
+const COMMIT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long an append waits for this node to take the lead (a takeover in progress) before it
+/// is answered 58 TransientNotAccepted.
+const LEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// The most message bytes one fetch answer carries (a replica frame holds 64 MiB).
+const FETCH_MAX_BYTES: usize = 16 << 20;
+
+/// The whole messages at the front of `bytes` that fit in `limit` (at least one).
+fn whole_messages_within(bytes: Bytes, limit: usize) -> Bytes {
+    if bytes.len() <= limit {
+        return bytes;
+    }
+    let mut end = 0;
+    for message in rill_core::message::MessageIter::new(&bytes) {
+        let Ok(message) = message else { break };
+        if end > 0 && end + message.size() > limit {
+            break;
+        }
+        end += message.size();
+    }
+    bytes.slice(..end)
+}
+
+impl LocalPartition {
+    fn replication(&self) -> Result<&Replication, ErrorCode> {
+        self.replication
+            .as_ref()
+            .ok_or(ErrorCode::FeatureUnavailable)
+    }
+
+    /// This replica's epochs and the end of its log.
+    pub fn replica_state(&self) -> Result<ReplicaState, ErrorCode> {
+        let replication = self.replication()?;
+        Ok(ReplicaState {
+            epochs: replication.epochs.borrow().clone(),
+            end: self.storage().visible_end(),
+        })
+    }
+
+    /// Starts leading the partition in term `epoch` (its log is the most complete of a
+    /// majority by then), or stops leading it (None): appends waiting for a commit give up.
+    pub async fn lead(&self, epoch: Option<u64>) -> Result<(), ErrorCode> {
+        let replication = self.replication()?;
+        replication.matched.borrow_mut().clear();
+        if let Some(epoch) = epoch {
+            let end = self.storage().visible_end();
+            let begun = replication.epochs.borrow_mut().begin(epoch, end);
+            if begun {
+                let epochs = replication.epochs.borrow().clone();
+                save_epochs(&self.dir, &epochs).await?;
+            }
+            tracing::info!(partition = %self.key, epoch, end, "leading the partition");
+        }
+        replication.leading.set(epoch);
+        self.advance_commit();
+        replication.changed.notify_all();
+        Ok(())
+    }
+
+    /// Recomputes the commit from the leader's own end and its followers' in this term.
+    fn advance_commit(&self) {
+        let Some(replication) = &self.replication else {
+            return;
+        };
+        if replication.leading.get().is_none() {
+            return;
+        }
+        let mut ends = vec![self.storage().visible_end()];
+        ends.extend(replication.matched.borrow().values().copied());
+        ends.sort_unstable_by(|a, b| b.cmp(a));
+        if let Some(&end) = ends.get(replication.majority() - 1)
+            && end > replication.commit_end.get()
+        {
+            replication.commit_end.set(end);
+            replication.changed.notify_all();
+        }
+    }
+
+    /// Before an append: the term this node leads in, waiting a little for a takeover.
+    pub(super) async fn leading_term(&self) -> Result<Option<u64>, ErrorCode> {
+        let Some(replication) = &self.replication else {
+            return Ok(None);
+        };
+        let wait = replication
+            .changed
+            .wait_until(|| replication.leading.get().is_some() || self.closed.get());
+        let _ = compio::time::timeout(LEAD_TIMEOUT, wait).await;
+        replication
+            .leading
+            .get()
+            .map(Some)
+            .ok_or(ErrorCode::TransientNotAccepted)
+    }
+
+    /// After a local append: wakes the followers' fetches and waits until a majority holds
+    /// the batch (57 TransientNotCommitted when it does not in time or the lead is lost).
+    pub(super) async fn await_commit(&self, epoch: u64, last_offset: u64) -> Result<(), ErrorCode> {
+        let Some(replication) = &self.replication else {
+            return Ok(());
+        };
+        replication.changed.notify_all();
+        self.advance_commit();
+        let done = || {
+            replication.commit_end.get() > last_offset
+                || replication.leading.get() != Some(epoch)
+                || self.closed.get()
+        };
+        let _ = compio::time::timeout(COMMIT_TIMEOUT, replication.changed.wait_until(done)).await;
+        if replication.commit_end.get() > last_offset {
+            Ok(())
+        } else {
+            tracing::warn!(partition = %self.key, last_offset, "a batch was not held by a majority in time");
+            Err(ErrorCode::TransientNotCommitted)
+        }
+    }
+
+    /// The end consumers may read to: what a majority holds (None without replication).
+    pub(super) fn commit_end(&self) -> Option<u64> {
+        self.replication
+            .as_ref()
+            .map(|replication| replication.commit_end.get())
+    }
+
+    /// After a purge on the leader: the log restarts in a new generation.
+    pub(super) async fn restart_epochs(&self) -> Result<(), ErrorCode> {
+        let Some(replication) = &self.replication else {
+            return Ok(());
+        };
+        let epoch = replication
+            .leading
+            .get()
+            .unwrap_or(replication.epochs.borrow().last());
+        replication.epochs.borrow_mut().purge(epoch);
+        replication.commit_end.set(0);
+        replication.matched.borrow_mut().clear();
+        let epochs = replication.epochs.borrow().clone();
+        save_epochs(&self.dir, &epochs).await?;
+        replication.changed.notify_all();
+        Ok(())
+    }
+
+    /// Answers a follower's (or a recovering leader's) fetch.
+    pub async fn serve_fetch(&self, request: FetchRequest) -> Result<Fetched, ErrorCode> {
+        let replication = self.replication()?;
+        if self.closed.get() {
+            return Err(ErrorCode::PartitionNotFound);
+        }
+        let leads = || replication.leading.get() == Some(request.epoch);
+        if !request.recover && !leads() {
+            return Err(ErrorCode::TransientNotAccepted);
+        }
+        let asked = &request.state;
+        let mine = replication.epochs.borrow().clone();
+        let common = mine.common_end(self.storage().visible_end(), &asked.epochs, asked.end);
+        if common < asked.end {
+            return Ok(Fetched::Truncate {
+                epochs: mine,
+                end: common,
+            });
+        }
+        // The follower's log is a prefix of ours that includes this term's start: it counts
+        // towards the commit. One that is not there yet gets our epochs at once.
+        let in_step = !request.recover
+            && asked.epochs.last() == request.epoch
+            && asked.epochs.generation == mine.generation;
+        if in_step {
+            replication
+                .matched
+                .borrow_mut()
+                .insert(request.follower, asked.end);
+            self.advance_commit();
+            let has_more = || self.storage().visible_end() > asked.end;
+            if !has_more() {
+                let wait = replication
+                    .changed
+                    .wait_until(|| has_more() || !leads() || self.closed.get());
+                let _ = compio::time::timeout(request.wait, wait).await;
+            }
+        }
+        let _shared = self.shared().await?;
+        let storage = self.storage();
+        let messages = if storage.visible_end() > asked.end && request.max_messages > 0 {
+            let read = storage
+                .read(asked.end, request.max_messages)
+                .await
+                .map_err(|error| self.read_error(error))?;
+            whole_messages_within(read.to_bytes(), FETCH_MAX_BYTES)
+        } else {
+            Bytes::new()
+        };
+        Ok(Fetched::Messages {
+            epochs: replication.epochs.borrow().clone(),
+            commit_end: replication.commit_end.get(),
+            messages,
+        })
+    }
+
+    /// Stores a fetch's answer in this replica's log; returns what the log holds then.
+    pub async fn store_fetched(&self, fetched: Fetched) -> Result<ReplicaState, ErrorCode> {
+        let replication = self.replication()?;
+        match fetched {
+            Fetched::Truncate { epochs, end } => {
+                let _exclusive = self.exclusive().await?;
+                let storage = self.writable_storage().await?;
+                tracing::warn!(
+                    partition = %self.key,
+                    from = end,
+                    to = storage.next_offset(),
+                    "cutting messages the leader's log does not hold (never committed)"
+                );
+                let (fresh, _report) = storage.truncate(end).await.map_err(super::storage_error)?;
+                self.replace_storage(fresh).await;
+                let mut kept = replication.epochs.borrow().clone();
+                if kept.generation != epochs.generation {
+                    kept = Epochs {
+                        generation: epochs.generation,
+                        starts: Vec::new(),
+                    };
+                }
+                kept.cut(end);
+                kept.adopt(&epochs, end.min(self.storage().visible_end()));
+                save_epochs(&self.dir, &kept).await?;
+                *replication.epochs.borrow_mut() = kept;
+                let commit = replication
+                    .commit_end
+                    .get()
+                    .min(self.storage().visible_end());
+                replication.commit_end.set(commit);
+            }
+            Fetched::Messages {
+                epochs,
+                commit_end,
+                messages,
+            } => {
+                if !messages.is_empty() {
+                    let _shared = self.shared().await?;
+                    let storage = self.writable_storage().await?;
+                    let batch = MessageBatch::from_stored(BytesMut::from(&messages[..]))
+                        .map_err(|_| ErrorCode::InvalidMessagesCount)?;
+                    storage
+                        .append_replica(batch)
+                        .await
+                        .map_err(super::storage_error)?;
+                }
+                let end = self.storage().visible_end();
+                let changed = replication.epochs.borrow_mut().adopt(&epochs, end);
+                if changed {
+                    let epochs = replication.epochs.borrow().clone();
+                    save_epochs(&self.dir, &epochs).await?;
+                }
+                let commit = replication.commit_end.get().max(commit_end.min(end));
+                replication.commit_end.set(commit);
+                self.refresh_counters();
+            }
+        }
+        self.replica_state()
+    }
+}
