@@ -147,8 +147,8 @@ pub fn start(
         })
         .map_err(|error| format!("cannot spawn the cluster thread: {error}"))?;
     tracing::warn!(
-        "cluster mode is a preview: stored consumer offsets are not replicated yet (the leader \
-         holds them); followers relay their clients' data requests to the leader"
+        "cluster mode is a preview: every node holds every partition and the metadata leader \
+         leads them all; followers relay their clients' data requests to it"
     );
     tracing::info!(
         replica_id,

@@ -6,15 +6,20 @@
 //!        answer   0 | code u32                      refused (PartitionNotFound...)
 //!                 1 | end u64 | epochs              the replica's state
 //! FETCH  request  stream u32 | topic u32 | partition u32 | follower u64 | epoch u64
-//!                 | recover u8 | end u64 | max_messages u32 | wait_ms u32 | epochs
+//!                 | recover u8 | end u64 | max_messages u32 | wait_ms u32
+//!                 | offsets version (term u64 | changes u64) | epochs
 //!        answer   0 | code u32
 //!                 1 | end u64 | epochs              cut your log to end
-//!                 2 | commit_end u64 | epochs | the messages, as stored, to the end
+//!                 2 | commit_end u64 | epochs | offsets | the messages, as stored, to the end
+//! offsets         0                                 your copy is current
+//!                 1 | version (u64 | u64) | count u32 | count × (kind u8 | id u32 | offset u64)
+//!                                                   kind 1 consumer, 2 group
 //! ```
 //! `epochs` is `Epochs::encode`'s form (checksummed).
 
+use crate::shard::message::ConsumerKey;
 use crate::shard::partitions::epochs::Epochs;
-use crate::shard::partitions::replica::{FetchRequest, Fetched, ReplicaState};
+use crate::shard::partitions::replica::{FetchRequest, Fetched, OffsetsCopy, ReplicaState};
 use crate::shard::table::PartitionKey;
 use bytes::Bytes;
 use std::time::Duration;
@@ -49,6 +54,28 @@ impl Reader<'_> {
 
     fn key(&mut self) -> Option<PartitionKey> {
         Some(PartitionKey::new(self.u32()?, self.u32()?, self.u32()?))
+    }
+
+    fn offsets(&mut self) -> Option<Option<OffsetsCopy>> {
+        match self.u8()? {
+            0 => Some(None),
+            1 => {
+                let version = (self.u64()?, self.u64()?);
+                let count = self.u32()? as usize;
+                // Never trust the count for an allocation: each entry takes 13 bytes.
+                let mut offsets = Vec::with_capacity(count.min(self.0.len() / 13));
+                for _ in 0..count {
+                    let consumer = match (self.u8()?, self.u32()?) {
+                        (1, id) => ConsumerKey::Consumer(id),
+                        (2, id) => ConsumerKey::Group(id),
+                        _ => return None,
+                    };
+                    offsets.push((consumer, self.u64()?));
+                }
+                Some(Some(OffsetsCopy { version, offsets }))
+            }
+            _ => None,
+        }
     }
 
     fn epochs(&mut self) -> Option<Epochs> {
@@ -112,6 +139,8 @@ pub fn encode_fetch_request(key: &PartitionKey, request: &FetchRequest) -> Vec<u
     out.extend_from_slice(&request.max_messages.to_le_bytes());
     let wait = u32::try_from(request.wait.as_millis()).unwrap_or(u32::MAX);
     out.extend_from_slice(&wait.to_le_bytes());
+    out.extend_from_slice(&request.offsets_version.0.to_le_bytes());
+    out.extend_from_slice(&request.offsets_version.1.to_le_bytes());
     request.state.epochs.encode(&mut out);
     out
 }
@@ -129,6 +158,7 @@ pub fn decode_fetch_request(body: &[u8]) -> Option<(PartitionKey, FetchRequest)>
     let end = reader.u64()?;
     let max_messages = reader.u32()?;
     let wait = Duration::from_millis(u64::from(reader.u32()?));
+    let offsets_version = (reader.u64()?, reader.u64()?);
     let epochs = reader.epochs()?;
     let request = FetchRequest {
         follower,
@@ -137,6 +167,7 @@ pub fn decode_fetch_request(body: &[u8]) -> Option<(PartitionKey, FetchRequest)>
         state: ReplicaState { epochs, end },
         max_messages,
         wait,
+        offsets_version,
     };
     reader.0.is_empty().then_some((key, request))
 }
@@ -157,11 +188,30 @@ pub fn encode_fetch_answer(answer: &Result<Fetched, u32>) -> Vec<u8> {
             epochs,
             commit_end,
             messages,
+            offsets,
         }) => {
             out.reserve(messages.len() + 64);
             out.push(2);
             out.extend_from_slice(&commit_end.to_le_bytes());
             epochs.encode(&mut out);
+            match offsets {
+                None => out.push(0),
+                Some(copy) => {
+                    out.push(1);
+                    out.extend_from_slice(&copy.version.0.to_le_bytes());
+                    out.extend_from_slice(&copy.version.1.to_le_bytes());
+                    out.extend_from_slice(&(copy.offsets.len() as u32).to_le_bytes());
+                    for (consumer, offset) in &copy.offsets {
+                        let (kind, id) = match consumer {
+                            ConsumerKey::Consumer(id) => (1u8, id),
+                            ConsumerKey::Group(id) => (2u8, id),
+                        };
+                        out.push(kind);
+                        out.extend_from_slice(&id.to_le_bytes());
+                        out.extend_from_slice(&offset.to_le_bytes());
+                    }
+                }
+            }
             out.extend_from_slice(messages);
         }
     }
@@ -189,12 +239,14 @@ pub fn decode_fetch_answer(body: Vec<u8>) -> Option<Result<Fetched, u32>> {
         2 => {
             let commit_end = reader.u64()?;
             let epochs = reader.epochs()?;
+            let offsets = reader.offsets()?;
             let at = body.len() - reader.0.len();
             let messages = Bytes::from(body).slice(at..);
             Ok(Fetched::Messages {
                 epochs,
                 commit_end,
                 messages,
+                offsets,
             })
         }
         _ => return None,
@@ -217,10 +269,11 @@ mod tests {
         fn fetch_requests_round_trip(
             key in key(), epochs in epochs(), follower in any::<u64>(), epoch in any::<u64>(),
             recover in any::<bool>(), end in any::<u64>(), max in any::<u32>(), wait in 0u32..100_000,
+            version in any::<(u64, u64)>(),
         ) {
             let request = FetchRequest {
                 follower, epoch, recover, state: ReplicaState { epochs, end }, max_messages: max,
-                wait: Duration::from_millis(u64::from(wait)),
+                wait: Duration::from_millis(u64::from(wait)), offsets_version: version,
             };
             let bytes = encode_fetch_request(&key, &request);
             prop_assert_eq!(decode_fetch_request(&bytes), Some((key, request)));
@@ -231,11 +284,28 @@ mod tests {
         fn fetch_answers_round_trip(
             epochs in epochs(), end in any::<u64>(), code in any::<u32>(),
             messages in proptest::collection::vec(any::<u8>(), 0..64), which in 0u8..3,
+            offsets in proptest::option::of((
+                any::<(u64, u64)>(),
+                proptest::collection::vec((any::<bool>(), any::<u32>(), any::<u64>()), 0..5),
+            )),
         ) {
+            let offsets = offsets.map(|(version, entries)| OffsetsCopy {
+                version,
+                offsets: entries
+                    .into_iter()
+                    .map(|(group, id, offset)| {
+                        let consumer =
+                            if group { ConsumerKey::Group(id) } else { ConsumerKey::Consumer(id) };
+                        (consumer, offset)
+                    })
+                    .collect(),
+            });
             let answer = match which {
                 0 => Err(code),
                 1 => Ok(Fetched::Truncate { epochs, end }),
-                _ => Ok(Fetched::Messages { epochs, commit_end: end, messages: Bytes::from(messages) }),
+                _ => Ok(Fetched::Messages {
+                    epochs, commit_end: end, messages: Bytes::from(messages), offsets,
+                }),
             };
             let bytes = encode_fetch_answer(&answer);
             prop_assert_eq!(decode_fetch_answer(bytes), Some(answer));

@@ -214,6 +214,8 @@ async fn follow(replicator: Arc<Replicator>, key: PartitionKey, leader: NodeId, 
     let Some(mut client) = replicator.peer(leader) else {
         return;
     };
+    // Nothing copied yet: the first answer carries the leader's offsets.
+    let mut offsets_version = (u64::MAX, u64::MAX);
     let mut state = loop {
         let stopped = replicator.lead(key, None).await;
         match (stopped, replicator.state(key).await) {
@@ -229,6 +231,7 @@ async fn follow(replicator: Arc<Replicator>, key: PartitionKey, leader: NodeId, 
             state: state.clone(),
             max_messages: FETCH_MESSAGES,
             wait: FETCH_WAIT,
+            offsets_version,
         };
         let body = codec::encode_fetch_request(&key, &request);
         let answer = client
@@ -239,16 +242,28 @@ async fn follow(replicator: Arc<Replicator>, key: PartitionKey, leader: NodeId, 
             Err(CallError::Unreachable(_) | CallError::Network(_)) => None,
         };
         match fetched {
-            Some(Ok(fetched)) => match replicator.store(key, fetched).await {
-                Ok(now) => state = now,
-                Err(code) => {
-                    tracing::warn!(partition = %key, ?code, "cannot store what the leader sent");
-                    tokio::time::sleep(RETRY).await;
-                    if let Ok(now) = replicator.state(key).await {
+            Some(Ok(fetched)) => {
+                let version = match &fetched {
+                    Fetched::Messages {
+                        offsets: Some(copy),
+                        ..
+                    } => Some(copy.version),
+                    _ => None,
+                };
+                match replicator.store(key, fetched).await {
+                    Ok(now) => {
                         state = now;
+                        offsets_version = version.unwrap_or(offsets_version);
+                    }
+                    Err(code) => {
+                        tracing::warn!(partition = %key, ?code, "cannot store what the leader sent");
+                        tokio::time::sleep(RETRY).await;
+                        if let Ok(now) = replicator.state(key).await {
+                            state = now;
+                        }
                     }
                 }
-            },
+            }
             // The leader is still taking over, or does not hold the partition yet.
             Some(Err(_)) | None => tokio::time::sleep(RETRY).await,
         }
@@ -349,6 +364,7 @@ async fn copy_from(
             state: state.clone(),
             max_messages: FETCH_MESSAGES,
             wait: Duration::ZERO,
+            offsets_version: (u64::MAX, u64::MAX),
         };
         let body = codec::encode_fetch_request(&key, &request);
         let answer = client

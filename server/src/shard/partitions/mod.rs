@@ -500,6 +500,7 @@ impl LocalPartition {
         let _exclusive = self.exclusive().await?;
         self.purge_log().await?;
         self.offsets.borrow_mut().clear();
+        self.offsets_changed();
         let _ = blocking::remove_dir_all(&self.dir.join("offsets")).await;
         self.refresh_counters();
         Ok(())

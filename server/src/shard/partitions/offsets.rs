@@ -80,11 +80,18 @@ impl LocalPartition {
 
     pub async fn delete_consumer_offset(&self, consumer: ConsumerKey) -> Result<(), ErrorCode> {
         let _shared = self.shared().await?;
-        if self.offsets.borrow_mut().remove(&consumer).is_none() {
+        if !self.offsets.borrow().contains_key(&consumer) {
             return Err(ErrorCode::ConsumerOffsetNotFound);
         }
-        let _ = compio::fs::remove_file(offset_file(&self.dir, consumer)).await;
+        self.forget_offset(consumer).await;
         Ok(())
+    }
+
+    /// Removes a stored offset and its file.
+    pub(super) async fn forget_offset(&self, consumer: ConsumerKey) {
+        self.offsets.borrow_mut().remove(&consumer);
+        self.offsets_changed();
+        let _ = compio::fs::remove_file(offset_file(&self.dir, consumer)).await;
     }
 
     pub(super) async fn store_offset(
@@ -93,6 +100,7 @@ impl LocalPartition {
         offset: u64,
     ) -> Result<(), ErrorCode> {
         self.offsets.borrow_mut().insert(consumer, offset);
+        self.offsets_changed();
         let path = offset_file(&self.dir, consumer);
         let write = async {
             if let Some(parent) = path.parent() {

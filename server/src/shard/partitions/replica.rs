@@ -12,9 +12,11 @@
 use super::LocalPartition;
 use super::epochs::Epochs;
 use super::replication::{Replication, save_epochs};
+use crate::shard::message::ConsumerKey;
 use bytes::{Bytes, BytesMut};
 use rill_core::ErrorCode;
 use rill_core::message::MessageBatch;
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// What one replica holds: its log's epochs and the end of what it holds in its ack mode.
@@ -38,6 +40,15 @@ pub struct FetchRequest {
     pub max_messages: u32,
     /// How long the leader may hold the request while it has nothing new.
     pub wait: Duration,
+    /// The version of the consumer offsets the asker copied last (`OffsetsCopy::version`).
+    pub offsets_version: (u64, u64),
+}
+
+/// The leader's stored consumer offsets of the partition, whole, and their version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetsCopy {
+    pub version: (u64, u64),
+    pub offsets: Vec<(ConsumerKey, u64)>,
 }
 
 /// The answer to a fetch.
@@ -50,6 +61,8 @@ pub enum Fetched {
         epochs: Epochs,
         commit_end: u64,
         messages: Bytes,
+        /// When the asker's copy of the consumer offsets is not the current one.
+        offsets: Option<OffsetsCopy>,
     },
 }
 
@@ -108,6 +121,9 @@ impl LocalPartition {
             tracing::info!(partition = %self.key, epoch, end, "leading the partition");
         }
         replication.leading.set(epoch);
+        if let Some(epoch) = epoch {
+            replication.offsets_version.set((epoch, 0));
+        }
         self.advance_commit();
         replication.changed.notify_all();
         Ok(())
@@ -195,6 +211,41 @@ impl LocalPartition {
         Ok(())
     }
 
+    /// On the leader, after a consumer offset was stored or deleted: the followers' copies
+    /// are out of date.
+    pub(super) fn offsets_changed(&self) {
+        if let Some(replication) = &self.replication
+            && let Some(epoch) = replication.leading.get()
+        {
+            let (_, changes) = replication.offsets_version.get();
+            replication.offsets_version.set((epoch, changes + 1));
+            replication.changed.notify_all();
+        }
+    }
+
+    /// Makes this replica's stored consumer offsets the leader's.
+    async fn copy_offsets(&self, copy: OffsetsCopy) -> Result<(), ErrorCode> {
+        let wanted: HashMap<ConsumerKey, u64> = copy.offsets.into_iter().collect();
+        let held: Vec<(ConsumerKey, u64)> = self
+            .offsets
+            .borrow()
+            .iter()
+            .map(|(consumer, offset)| (*consumer, *offset))
+            .collect();
+        for (consumer, _) in held
+            .iter()
+            .filter(|(consumer, _)| !wanted.contains_key(consumer))
+        {
+            self.forget_offset(*consumer).await;
+        }
+        for (consumer, offset) in wanted {
+            if self.offsets.borrow().get(&consumer) != Some(&offset) {
+                self.store_offset(consumer, offset).await?;
+            }
+        }
+        Ok(())
+    }
+
     /// Answers a follower's (or a recovering leader's) fetch.
     pub async fn serve_fetch(&self, request: FetchRequest) -> Result<Fetched, ErrorCode> {
         let replication = self.replication()?;
@@ -225,7 +276,10 @@ impl LocalPartition {
                 .borrow_mut()
                 .insert(request.follower, asked.end);
             self.advance_commit();
-            let has_more = || self.storage().visible_end() > asked.end;
+            let has_more = || {
+                self.storage().visible_end() > asked.end
+                    || replication.offsets_version.get() != request.offsets_version
+            };
             if !has_more() {
                 let wait = replication
                     .changed
@@ -244,10 +298,21 @@ impl LocalPartition {
         } else {
             Bytes::new()
         };
+        let version = replication.offsets_version.get();
+        let offsets = (version != request.offsets_version).then(|| OffsetsCopy {
+            version,
+            offsets: self
+                .offsets
+                .borrow()
+                .iter()
+                .map(|(consumer, offset)| (*consumer, *offset))
+                .collect(),
+        });
         Ok(Fetched::Messages {
             epochs: replication.epochs.borrow().clone(),
             commit_end: replication.commit_end.get(),
             messages,
+            offsets,
         })
     }
 
@@ -287,6 +352,7 @@ impl LocalPartition {
                 epochs,
                 commit_end,
                 messages,
+                offsets,
             } => {
                 if !messages.is_empty() {
                     let _shared = self.shared().await?;
@@ -306,6 +372,9 @@ impl LocalPartition {
                 }
                 let commit = replication.commit_end.get().max(commit_end.min(end));
                 replication.commit_end.set(commit);
+                if let Some(copy) = offsets {
+                    self.copy_offsets(copy).await?;
+                }
                 self.refresh_counters();
             }
         }

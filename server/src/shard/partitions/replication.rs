@@ -22,6 +22,9 @@ pub struct Replication {
     pub(super) commit_end: Cell<u64>,
     /// On the leader: the end each follower's log reached, in this term.
     pub(super) matched: RefCell<HashMap<u64, u64>>,
+    /// On the leader: (term, changes) of the consumer offsets, which followers copy whole
+    /// whenever the version they hold differs.
+    pub(super) offsets_version: Cell<(u64, u64)>,
     /// Woken when the log grows, the commit advances or the leadership changes.
     pub(super) changed: WaitList,
 }
@@ -47,6 +50,7 @@ impl Replication {
             leading: Cell::new(None),
             commit_end: Cell::new(0),
             matched: RefCell::new(HashMap::new()),
+            offsets_version: Cell::new((0, 0)),
             changed: WaitList::default(),
         }
     }
