@@ -15,7 +15,9 @@
 #     from the host with the CLI, replaces the container on the same volume, restarts it, and
 #     polls the messages again each time;
 #  5. `docker compose up` with docker/docker-compose.yml, with and without
-#     docker/docker-compose.io-uring.yml, until its healthcheck reports healthy each time.
+#     docker/docker-compose.io-uring.yml, until its healthcheck reports healthy each time;
+#  6. docker/cluster-test.sh: three containers as one cluster (docker-compose.cluster.yml), the
+#     leader killed and then cut off from the network under traffic, nothing acknowledged lost.
 # Everything it creates (containers, volumes, networks) is removed on exit; the base image, the
 # test image (rill/iggy-server:docker-test) and the rootfs cache are kept for the next run.
 # Without a reachable Docker engine it prints "skipping Docker test: ..." and exits 0.
@@ -474,3 +476,7 @@ say "${compose[*]} up -d with docker/docker-compose.yml alone (Docker's default 
 container=$(compose_up docker-compose.yml)
 compose_driver=$(docker logs "$container" 2>&1 | grep -o 'io_driver=[a-z_]*' | tail -1)
 say "compose without the profile: healthy, $compose_driver"
+
+# --- 6. a three-node cluster ---------------------------------------------------------------------
+
+IGGY_MEMLOCK=$memlock IGGY_NOFILE=$nofile docker/cluster-test.sh "$image" "$cli"

@@ -74,6 +74,34 @@ async fn settled_view(server: &TestServer, nodes: usize) -> ClusterMetadata {
     }
 }
 
+/// SIGSTOP to each process, then waits until every thread of each is stopped (a signal is
+/// taken when a thread next runs, so a busy process may answer one more request first).
+fn freeze(pids: &[i32]) {
+    for pid in pids {
+        assert_eq!(unsafe { libc::kill(*pid, libc::SIGSTOP) }, 0);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for pid in pids {
+        loop {
+            let stopped = std::fs::read_dir(format!("/proc/{pid}/task"))
+                .unwrap()
+                .flatten()
+                .all(|task| {
+                    let stat =
+                        std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+                    // The state follows the command name's closing parenthesis.
+                    stat.rsplit_once(") ")
+                        .is_some_and(|(_, rest)| rest.starts_with('T'))
+                });
+            if stopped {
+                break;
+            }
+            assert!(Instant::now() < deadline, "process {pid} does not stop");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
 fn leader_index(cluster: &TestCluster, view: &ClusterMetadata) -> usize {
     let leader = view
         .nodes
@@ -576,9 +604,7 @@ async fn a_leader_cut_off_from_the_majority_acknowledges_nothing() {
         .map(|index| cluster.nodes[index].pid().expect("running") as i32)
         .collect();
     // Frozen followers are a network partition with the leader on the minority side.
-    for pid in &followers {
-        assert_eq!(unsafe { libc::kill(*pid, libc::SIGSTOP) }, 0);
-    }
+    freeze(&followers);
     let asked = Instant::now();
     let refused = client.create_stream("cut-off").await;
     let waited = asked.elapsed();

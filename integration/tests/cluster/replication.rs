@@ -310,7 +310,7 @@ async fn a_leader_without_a_majority_acknowledges_nothing_and_its_lone_tail_is_c
         .filter(|index| *index != leader)
         .map(|index| cluster.nodes[index].pid().expect("running") as i32)
         .collect();
-    signal(&followers, libc::SIGSTOP);
+    freeze(&followers);
     // A fetch the leader holds is answered (empty) within 500 ms, into the frozen follower's
     // socket; after that no fetch is pending, so "alone" reaches no follower. (Sent earlier,
     // it could be answered into a frozen follower's socket, copied once the follower thaws,

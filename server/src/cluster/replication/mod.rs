@@ -104,10 +104,17 @@ impl Replicator {
         .await
     }
 
-    async fn store(&self, key: PartitionKey, fetched: Fetched) -> Result<ReplicaState, ErrorCode> {
+    async fn store(
+        &self,
+        key: PartitionKey,
+        fetched: Fetched,
+        asked: ReplicaState,
+    ) -> Result<ReplicaState, ErrorCode> {
         self.on_partition(
             key,
-            Box::new(|partition| Box::pin(async move { partition.store_fetched(fetched).await })),
+            Box::new(|partition| {
+                Box::pin(async move { partition.store_fetched(fetched, &asked).await })
+            }),
         )
         .await
     }
@@ -250,7 +257,7 @@ async fn follow(replicator: Arc<Replicator>, key: PartitionKey, leader: NodeId, 
                     } => Some(copy.version),
                     _ => None,
                 };
-                match replicator.store(key, fetched).await {
+                match replicator.store(key, fetched, request.state).await {
                     Ok(now) => {
                         state = now;
                         offsets_version = version.unwrap_or(offsets_version);
@@ -376,7 +383,10 @@ async fn copy_from(
             _ => return Err(()),
         };
         let nothing = matches!(&fetched, Fetched::Messages { messages, .. } if messages.is_empty());
-        state = replicator.store(key, fetched).await.map_err(|_| ())?;
+        state = replicator
+            .store(key, fetched, request.state)
+            .await
+            .map_err(|_| ())?;
         if nothing {
             break;
         }

@@ -178,7 +178,9 @@ impl LocalPartition {
                 || self.closed.get()
         };
         let _ = compio::time::timeout(COMMIT_TIMEOUT, replication.changed.wait_until(done)).await;
-        if replication.commit_end.get() > last_offset {
+        // Only this term's commit vouches for the batch: after a change of leader this node's
+        // commit_end follows another log, whose messages at these offsets may be others.
+        if replication.leading.get() == Some(epoch) && replication.commit_end.get() > last_offset {
             Ok(())
         } else {
             tracing::warn!(partition = %self.key, last_offset, "a batch was not held by a majority in time");
@@ -289,6 +291,15 @@ impl LocalPartition {
         }
         let _shared = self.shared().await?;
         let storage = self.storage();
+        // A purge while the fetch waited restarts the log: check again where the logs part.
+        let mine = replication.epochs.borrow().clone();
+        let common = mine.common_end(storage.visible_end(), &asked.epochs, asked.end);
+        if common < asked.end {
+            return Ok(Fetched::Truncate {
+                epochs: mine,
+                end: common,
+            });
+        }
         let messages = if storage.visible_end() > asked.end && request.max_messages > 0 {
             let read = storage
                 .read(asked.end, request.max_messages)
@@ -316,9 +327,18 @@ impl LocalPartition {
         })
     }
 
-    /// Stores a fetch's answer in this replica's log; returns what the log holds then.
-    pub async fn store_fetched(&self, fetched: Fetched) -> Result<ReplicaState, ErrorCode> {
+    /// Stores a fetch's answer in this replica's log; returns what the log holds then. `asked`
+    /// is the state the fetch was made from: an answer to a log that has changed since (a task
+    /// of an earlier leadership still finishing) is refused, never applied to another log.
+    pub async fn store_fetched(
+        &self,
+        fetched: Fetched,
+        asked: &ReplicaState,
+    ) -> Result<ReplicaState, ErrorCode> {
         let replication = self.replication()?;
+        if self.replica_state()? != *asked {
+            return Err(ErrorCode::TransientNotAccepted);
+        }
         match fetched {
             Fetched::Truncate { epochs, end } => {
                 let _exclusive = self.exclusive().await?;
