@@ -76,8 +76,10 @@ until_ok() {
         sleep 0.5
     done
 }
+# leader NODE: the name of the node NODE says leads (empty when none).
 leader() {
-    on "$1" cluster metadata 2>/dev/null | grep -o 'node-[0-9][^|]*leader' | grep -o '^node-[0-9]' | head -1
+    { on "$1" cluster metadata --list-mode list 2>/dev/null || true; } |
+        awk -F'|' '$7 == "leader" { print $1; exit }'
 }
 
 messages=()
