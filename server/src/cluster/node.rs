@@ -341,13 +341,19 @@ async fn forward_to_leader(
         .collect();
     while let Ok(forward) = forwards.recv_async().await {
         let not_accepted = Err(ErrorCode::TransientNotAccepted.code());
-        let answer = match peers.view.leader().and_then(|id| clients.get_mut(&id)) {
+        let leader = peers.view.leader();
+        let answer = match leader.and_then(|id| Some((id, clients.get_mut(&id)?))) {
             None => not_accepted,
-            Some(client) => {
-                match client
-                    .call::<_, ForwardAnswer>(FORWARD, &forward.request, FORWARD_TIMEOUT)
-                    .await
-                {
+            Some((leader, client)) => {
+                let call =
+                    client.call::<_, ForwardAnswer>(FORWARD, &forward.request, FORWARD_TIMEOUT);
+                let answered = tokio::select! {
+                    answered = call => answered,
+                    () = deposed(&peers.view, leader) => Err(CallError::Network(
+                        std::io::Error::other("the leader changed before it answered"),
+                    )),
+                };
+                match answered {
                     Ok(answer) => answer,
                     // Never reached the leader: nothing happened, the client may retry.
                     Err(CallError::Unreachable(_)) => not_accepted,
@@ -439,13 +445,22 @@ async fn relay_to_leader(
         let mut client =
             pooled.unwrap_or_else(|| Peer::new(peers.clone(), leader, node.addr.clone()));
         let idle = idle.clone();
+        let view = peers.view.clone();
         tokio::spawn(async move {
             match relay {
                 Relay::Request { request, reply } => {
-                    let answer = match client
-                        .call_raw(RELAY, &request.encode(), RELAY_TIMEOUT)
-                        .await
-                    {
+                    let body = request.encode();
+                    let call = client.call_raw(RELAY, &body, RELAY_TIMEOUT);
+                    let answer = tokio::select! {
+                        answer = call => answer,
+                        // A leader that is gone may never answer (a vanished container's address
+                        // does not even refuse): give up once another leads.
+                        () = deposed(&view, leader) => {
+                            let _ = reply.send(Err(ErrorCode::Error.code()));
+                            return;
+                        }
+                    };
+                    let answer = match answer {
                         Ok(bytes) => {
                             relay::decode_answer(bytes).unwrap_or(Err(ErrorCode::Error.code()))
                         }
@@ -470,6 +485,13 @@ async fn relay_to_leader(
                 idle.push(client);
             }
         });
+    }
+}
+
+/// Returns once `leader` no longer leads as far as this node knows.
+async fn deposed(view: &ClusterView, leader: NodeId) {
+    while view.leader() == Some(leader) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
