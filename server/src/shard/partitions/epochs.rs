@@ -63,7 +63,7 @@ impl Epochs {
         if epoch <= self.last() {
             return false;
         }
-        self.starts.retain(|&(_, from)| from < start);
+        self.cut(start);
         self.starts.push((epoch, start));
         self.starts.truncate(MAX_EPOCHS);
         true

@@ -351,14 +351,8 @@ impl LocalPartition {
                 );
                 let (fresh, _report) = storage.truncate(end).await.map_err(super::storage_error)?;
                 self.replace_storage(fresh).await;
-                let mut kept = replication.epochs.borrow().clone();
-                if kept.generation != epochs.generation {
-                    kept = Epochs {
-                        generation: epochs.generation,
-                        starts: Vec::new(),
-                    };
-                }
-                kept.cut(end);
+                // What is left is the leader's log up to `end`: its epochs are the leader's.
+                let mut kept = Epochs::default();
                 kept.adopt(&epochs, end.min(self.storage().visible_end()));
                 save_epochs(&self.dir, &kept).await?;
                 *replication.epochs.borrow_mut() = kept;

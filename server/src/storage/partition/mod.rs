@@ -57,9 +57,8 @@ impl Partition {
 
     /// The offset of the last visible message; None when no message is visible.
     pub fn current_offset(&self) -> Option<u64> {
-        let state = self.inner.state.borrow();
-        let visible_end = state.visible_end(self.inner.config.ack_mode);
-        (visible_end > state.first_offset()).then(|| visible_end - 1)
+        let visible_end = self.visible_end();
+        (visible_end > self.first_offset()).then(|| visible_end - 1)
     }
 
     /// The end of what the ack mode lets readers see: every offset below it is held as the
