@@ -5,33 +5,25 @@
 //! Why a thread of its own: openraft 0.9 (the stable line) runs on tokio, and the metadata
 //! group's traffic is small; keeping it off the shards keeps their io_uring loops free of it.
 
-use super::link::Relay;
-use super::link::{
-    Applied, ClusterView, Forward, ForwardAnswer, Forwarded, ForwardedCommand, Link, Proposal,
-    ProposeError,
-};
+use super::leader_calls::{forward_to_leader, relay_to_leader};
+use super::link::{Applied, ClusterView, Forward, Link, Proposal, ProposeError, Relay};
 use super::machine::StateMachine;
-use super::network::{
-    ANSWER, APPEND_ENTRIES, CallError, FETCH, FORWARD, GONE, INSTALL_SNAPSHOT, PING, Peer, Peers,
-    REFUSED, RELAY, REPLICA_STATE, VOTE,
-};
-use super::relay::{self, RelayRequest, Relayed};
+use super::network::{PING, Peer, Peers};
+use super::replica_port::{Serving, accept_peers};
 use super::replication::{self, Replicator};
 use super::store::LogStore;
 use super::types::{LogId, NodeId, Raft};
-use super::wire::{self, Credentials, HANDSHAKE_TIMEOUT};
+use super::wire::Credentials;
 use crate::config::Config;
-use crate::handlers::Response;
 use crate::http::bridge::Bridge;
-use crate::shard::message::{ControlCommand, ControlRequest};
+use crate::shard::message::ControlRequest;
 use openraft::error::{ClientWriteError, RaftError};
 use openraft::{BasicNode, CommittedLeaderId, ServerState, SnapshotPolicy};
-use rill_core::ErrorCode;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 /// Starts the cluster thread for this node (`replica_id`). `applied` is the log id of the last
 /// replicated change the metadata holds (term, leader, index). Binds the replica port before
@@ -244,7 +236,7 @@ async fn run(running: Running) {
     tokio::spawn(relay_to_leader(relays, peers.clone(), members.clone()));
     tokio::spawn(forward_to_leader(forwards, peers.clone(), members.clone()));
     tokio::spawn(ping_peers(peers, members, heartbeat));
-    tokio::spawn(watch_leader(raft.clone(), view));
+    let watcher = tokio::spawn(watch_leader(raft.clone(), view));
     while let Ok(proposal) = proposals.recv_async().await {
         let raft = raft.clone();
         tokio::spawn(async move {
@@ -258,7 +250,13 @@ async fn run(running: Running) {
             let _ = proposal.reply.send(result);
         });
     }
-    let _ = raft.shutdown().await;
+    // A stop closes the proposals channel. The watcher goes first, so that the Raft node's end
+    // is not reported as a failure.
+    watcher.abort();
+    match raft.shutdown().await {
+        Ok(()) => tracing::info!("the Raft node stopped"),
+        Err(error) => tracing::warn!(%error, "the Raft node did not stop cleanly"),
+    }
 }
 
 /// Keeps the view's leader current and logs every change of it.
@@ -323,324 +321,4 @@ async fn ping_peer(mut client: Peer, heartbeat: Duration) {
             was = Some(now);
         }
     }
-}
-
-/// How long a follower waits for the leader to run a forwarded change.
-const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Sends a follower's metadata changes to the current leader, one at a time, in order.
-async fn forward_to_leader(
-    forwards: flume::Receiver<Forward>,
-    peers: Peers,
-    members: BTreeMap<NodeId, BasicNode>,
-) {
-    let mut clients: BTreeMap<NodeId, Peer> = members
-        .into_iter()
-        .filter(|(id, _)| *id != peers.me)
-        .map(|(id, node)| (id, Peer::new(peers.clone(), id, node.addr)))
-        .collect();
-    while let Ok(forward) = forwards.recv_async().await {
-        let not_accepted = Err(ErrorCode::TransientNotAccepted.code());
-        let leader = peers.view.leader();
-        let answer = match leader.and_then(|id| Some((id, clients.get_mut(&id)?))) {
-            None => not_accepted,
-            Some((leader, client)) => {
-                let call =
-                    client.call::<_, ForwardAnswer>(FORWARD, &forward.request, FORWARD_TIMEOUT);
-                let answered = tokio::select! {
-                    answered = call => answered,
-                    () = deposed(&peers.view, leader) => Err(CallError::Network(
-                        std::io::Error::other("the leader changed before it answered"),
-                    )),
-                };
-                match answered {
-                    Ok(answer) => answer,
-                    // Never reached the leader: nothing happened, the client may retry.
-                    Err(CallError::Unreachable(_)) => not_accepted,
-                    Err(error) => {
-                        // Sent, but no answer: the change may or may not be made.
-                        tracing::warn!(%error, "a forwarded metadata change got no answer");
-                        Err(ErrorCode::Error.code())
-                    }
-                }
-            }
-        };
-        let _ = forward.reply.send(answer);
-    }
-}
-
-/// Runs a follower's change on this node's control lane, as the leader.
-async fn run_forwarded(
-    raft: &Raft,
-    control: &flume::Sender<ControlRequest>,
-    forwarded: Forwarded,
-) -> ForwardAnswer {
-    let command = match forwarded.command {
-        ForwardedCommand::Request { code, payload } => {
-            let request = rill_core::requests::Request::decode(code, payload.as_slice().into())
-                .map_err(|_| ErrorCode::InvalidCommand.code())?;
-            ControlCommand::Request(request)
-        }
-        ForwardedCommand::SetPassword {
-            user_id,
-            verified_hash,
-            new_hash,
-        } => ControlCommand::SetPassword {
-            user_id,
-            verified_hash,
-            new_hash,
-        },
-    };
-    let (reply, answer) = flume::bounded(1);
-    let request = ControlRequest {
-        command,
-        user_id: forwarded.user_id,
-        client_id: forwarded.client_id,
-        revoked: Default::default(),
-        forwarded: true,
-        reply,
-    };
-    let gone = ErrorCode::ShardCommunicationError.code();
-    control.send_async(request).await.map_err(|_| gone)?;
-    let payload = answer
-        .recv_async()
-        .await
-        .map_err(|_| gone)?
-        .map_err(ErrorCode::code)?;
-    // The lane answers after applying the change, so what is applied covers it.
-    let index = raft
-        .metrics()
-        .borrow()
-        .last_applied
-        .map_or(0, |log_id| log_id.index);
-    Ok((payload, index))
-}
-
-/// How long a relayed request may take on the leader (a long-polling consumer included).
-const RELAY_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Passes followers' data requests to the leader, each on a connection of its own from a small
-/// pool, so a slow request does not hold up the others.
-async fn relay_to_leader(
-    relays: flume::Receiver<Relay>,
-    peers: Peers,
-    members: BTreeMap<NodeId, BasicNode>,
-) {
-    let idle: Arc<std::sync::Mutex<Vec<Peer>>> = Arc::default();
-    while let Ok(relay) = relays.recv_async().await {
-        let Some(leader) = peers.view.leader().filter(|leader| *leader != peers.me) else {
-            if let Relay::Request { reply, .. } = relay {
-                let _ = reply.send(Err(ErrorCode::TransientNotAccepted.code()));
-            }
-            continue;
-        };
-        let Some(node) = members.get(&leader) else {
-            continue;
-        };
-        let pooled = {
-            let mut idle = idle.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            let position = idle.iter().position(|peer| peer.target() == leader);
-            position.map(|position| idle.swap_remove(position))
-        };
-        let mut client =
-            pooled.unwrap_or_else(|| Peer::new(peers.clone(), leader, node.addr.clone()));
-        let idle = idle.clone();
-        let view = peers.view.clone();
-        tokio::spawn(async move {
-            match relay {
-                Relay::Request { request, reply } => {
-                    let body = request.encode();
-                    let call = client.call_raw(RELAY, &body, RELAY_TIMEOUT);
-                    let answer = tokio::select! {
-                        answer = call => answer,
-                        // A leader that is gone may never answer (a vanished container's address
-                        // does not even refuse): give up once another leads.
-                        () = deposed(&view, leader) => {
-                            let _ = reply.send(Err(ErrorCode::Error.code()));
-                            return;
-                        }
-                    };
-                    let answer = match answer {
-                        Ok(bytes) => {
-                            relay::decode_answer(bytes).unwrap_or(Err(ErrorCode::Error.code()))
-                        }
-                        Err(CallError::Unreachable(_)) => {
-                            Err(ErrorCode::TransientNotAccepted.code())
-                        }
-                        Err(error) => {
-                            tracing::warn!(%error, "a relayed request got no answer");
-                            Err(ErrorCode::Error.code())
-                        }
-                    };
-                    let _ = reply.send(answer);
-                }
-                Relay::Gone { client: gone } => {
-                    let _ = client
-                        .call_raw(GONE, &gone.to_le_bytes(), Duration::from_secs(5))
-                        .await;
-                }
-            }
-            let mut idle = idle.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            if idle.len() < 16 {
-                idle.push(client);
-            }
-        });
-    }
-}
-
-/// Returns once `leader` no longer leads as far as this node knows.
-async fn deposed(view: &ClusterView, leader: NodeId) {
-    while view.leader() == Some(leader) {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Runs a follower's relayed request here, the leader, as its user.
-async fn run_relayed(serving: &Serving, body: Vec<u8>) -> Result<Relayed, u32> {
-    if !serving.peers.view.is_leader() {
-        return Err(ErrorCode::TransientNotAccepted.code());
-    }
-    let request = RelayRequest::decode(body).ok_or(ErrorCode::InvalidCommand.code())?;
-    let decoded =
-        rill_core::requests::Request::decode(request.code, request.payload.as_slice().into())
-            .map_err(|_| ErrorCode::InvalidCommand.code())?;
-    let peer = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-    let response = serving
-        .bridge
-        .run_as(
-            request.client,
-            rill_core::primitives::Transport::Tcp,
-            Some(request.user_id),
-            peer,
-            decoded,
-        )
-        .await
-        .map_err(ErrorCode::code)?;
-    Ok(match response {
-        Response::Empty => Relayed::Empty,
-        Response::Sent {
-            stream_id,
-            topic_id,
-            partition_id,
-            base_offset,
-        } => Relayed::Sent {
-            stream_id,
-            topic_id,
-            partition_id,
-            base_offset,
-        },
-        Response::Bytes(bytes) => Relayed::Bytes(bytes),
-        Response::Polled { header, chunks } => {
-            let mut messages = Vec::with_capacity(chunks.iter().map(bytes::Bytes::len).sum());
-            for chunk in &chunks {
-                messages.extend_from_slice(chunk);
-            }
-            Relayed::Polled {
-                header,
-                messages: messages.into(),
-            }
-        }
-    })
-}
-
-/// What the replica listener's connections share.
-struct Serving {
-    raft: Raft,
-    peers: Peers,
-    control: flume::Sender<ControlRequest>,
-    bridge: Arc<Bridge>,
-    replicator: Arc<Replicator>,
-}
-
-async fn accept_peers(listener: TcpListener, serving: Arc<Serving>) {
-    let roster: Arc<Vec<u64>> = Arc::new(
-        serving
-            .peers
-            .view
-            .nodes
-            .iter()
-            .map(|n| n.replica_id)
-            .collect(),
-    );
-    loop {
-        let (stream, address) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                tracing::warn!(%error, "replica port: accept failed");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let serving = serving.clone();
-        let roster = roster.clone();
-        tokio::spawn(async move {
-            if let Err(error) = serve_peer(stream, &serving, &roster).await {
-                tracing::warn!(peer = %address, %error, "replica connection closed");
-            }
-        });
-    }
-}
-
-async fn serve_peer(
-    mut stream: TcpStream,
-    serving: &Serving,
-    roster: &[u64],
-) -> std::io::Result<()> {
-    let (raft, peers, control) = (&serving.raft, &serving.peers, &serving.control);
-    stream.set_nodelay(true)?;
-    let peer = tokio::time::timeout(
-        HANDSHAKE_TIMEOUT,
-        wire::accept(&mut stream, peers.me, roster, &peers.credentials),
-    )
-    .await
-    .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "handshake timed out"))??;
-    while let Some((kind, body)) = wire::read_frame(&mut stream).await? {
-        peers.view.heard(peer);
-        let answer = match kind {
-            APPEND_ENTRIES => match serde_json::from_slice(&body) {
-                Ok(request) => serde_json::to_vec(&raft.append_entries(request).await),
-                Err(error) => Err(error),
-            },
-            VOTE => match serde_json::from_slice(&body) {
-                Ok(request) => serde_json::to_vec(&raft.vote(request).await),
-                Err(error) => Err(error),
-            },
-            INSTALL_SNAPSHOT => match serde_json::from_slice(&body) {
-                Ok(request) => serde_json::to_vec(&raft.install_snapshot(request).await),
-                Err(error) => Err(error),
-            },
-            PING => serde_json::to_vec(&()),
-            RELAY => Ok(relay::encode_answer(&run_relayed(serving, body).await)),
-            REPLICA_STATE => Ok(serving.replicator.serve_state(&body).await),
-            FETCH => Ok(serving.replicator.serve_fetch(&body).await),
-            GONE => {
-                if let Ok(client) = <[u8; 4]>::try_from(body.as_slice()) {
-                    let client = u32::from_le_bytes(client);
-                    serving
-                        .bridge
-                        .on_a_shard(move |shard| shard.shared.groups.leave_all(client))
-                        .await;
-                }
-                Ok(Vec::new())
-            }
-            FORWARD => match serde_json::from_slice(&body) {
-                Ok(forwarded) => serde_json::to_vec(&run_forwarded(raft, control, forwarded).await),
-                Err(error) => Err(error),
-            },
-            other => {
-                let text = format!("unknown replica request kind {other}");
-                wire::write_frame(&mut stream, REFUSED, text.as_bytes()).await?;
-                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, text));
-            }
-        };
-        match answer {
-            Ok(bytes) => wire::write_frame(&mut stream, ANSWER, &bytes).await?,
-            Err(error) => {
-                let text = format!("malformed replica request: {error}");
-                wire::write_frame(&mut stream, REFUSED, text.as_bytes()).await?;
-                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, text));
-            }
-        }
-    }
-    Ok(())
 }
