@@ -39,6 +39,8 @@ const FETCH_MESSAGES: u32 = 2048;
 const FETCH_WAIT: Duration = Duration::from_millis(500);
 /// The pause before a failed fetch or takeover step is tried again.
 const RETRY: Duration = Duration::from_millis(100);
+/// How long a takeover waits for the peers beyond the first majority to describe their logs.
+const TAKEOVER_GRACE: Duration = Duration::from_millis(200);
 
 type PartitionWork<T> = Box<
     dyn FnOnce(Rc<LocalPartition>) -> Pin<Box<dyn Future<Output = Result<T, ErrorCode>>>> + Send,
@@ -304,16 +306,33 @@ async fn take_over(replicator: Arc<Replicator>, key: PartitionKey, term: u64) {
                 )
             });
         }
-        while let Some(Ok((id, answer))) = asking.join_next().await {
-            match answer {
-                Some(Ok(state)) => states.push((id, state)),
+        // Any majority holds everything committed, so once one has answered the others get a
+        // moment more, not the full call timeout (a vanished peer's address may never refuse).
+        let mut enough_at: Option<tokio::time::Instant> = None;
+        loop {
+            let joined = match enough_at {
+                None => asking.join_next().await,
+                Some(at) => tokio::select! {
+                    joined = asking.join_next() => joined,
+                    () = tokio::time::sleep_until(at) => break,
+                },
+            };
+            let Some(joined) = joined else {
+                break;
+            };
+            match joined {
+                Ok((id, Some(Ok(state)))) => states.push((id, state)),
                 // A peer that has not opened the partition holds nothing of it.
-                Some(Err(code)) if code == ErrorCode::PartitionNotFound.code() => {
+                Ok((id, Some(Err(code)))) if code == ErrorCode::PartitionNotFound.code() => {
                     states.push((id, ReplicaState::default()))
                 }
                 _ => {}
             }
+            if enough_at.is_none() && states.len() >= replicator.majority() {
+                enough_at = Some(tokio::time::Instant::now() + TAKEOVER_GRACE);
+            }
         }
+        asking.abort_all();
         if states.len() < replicator.majority() {
             tracing::debug!(partition = %key, answered = states.len(), "a majority has not answered the takeover yet");
             tokio::time::sleep(RETRY).await;
