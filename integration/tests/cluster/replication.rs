@@ -250,7 +250,20 @@ async fn acknowledged_messages_survive_the_leaders_kill_and_every_node_ends_with
 }
 
 async fn send_one(client: &IggyClient, stream: u32, payload: &str) -> Result<(), IggyError> {
-    let mut batch = vec![IggyMessage::from_str(payload).unwrap()];
+    send_batch(
+        client,
+        stream,
+        vec![IggyMessage::from_str(payload).unwrap()],
+    )
+    .await
+}
+
+/// Sends `batch` to partition 0 of `stream`'s topic 0.
+async fn send_batch(
+    client: &IggyClient,
+    stream: u32,
+    mut batch: Vec<IggyMessage>,
+) -> Result<(), IggyError> {
     client
         .send_messages(
             &id(stream),
@@ -371,5 +384,74 @@ async fn a_leader_without_a_majority_acknowledges_nothing_and_its_lone_tail_is_c
     assert!(
         logs.iter().all(|log| log == &logs[0]),
         "the nodes' logs differ"
+    );
+}
+
+/// Sends messages `range` through `client`, ten to a request, each about 200 bytes.
+async fn send_range(client: &IggyClient, stream: u32, range: std::ops::Range<u32>) {
+    let numbers: Vec<u32> = range.collect();
+    for chunk in numbers.chunks(10) {
+        let batch = chunk
+            .iter()
+            .map(|n| IggyMessage::from_str(&format!("message {n} {}", "x".repeat(180))).unwrap())
+            .collect();
+        send_batch(client, stream, batch)
+            .await
+            .expect("a majority is up");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_behind_what_the_leader_still_holds_restarts_at_the_leaders_first_offset() {
+    let mut cluster = TestCluster::start(3, options().env("IGGY_SYSTEM_SEGMENT_SIZE", "4 KiB"));
+    let view = settled_view(&cluster.nodes[0], 3).await;
+    let leader = leader_index(&cluster, &view);
+    let (lagging, other) = ((leader + 1) % 3, (leader + 2) % 3);
+    let client = root_client(&cluster.nodes[leader]).await;
+    let stream = create_stream(&client, "retained").await;
+    create_topic(&client, stream, "events", 1).await;
+    for server in &cluster.nodes {
+        wait_for_streams(server, &["retained"]).await;
+    }
+    send_range(&client, stream, 0..50).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    // While one follower is down, the leader deletes every sealed segment (DeleteSegments runs
+    // on the leader only): what that follower misses is gone from the leader.
+    cluster.nodes[lagging].kill();
+    send_range(&client, stream, 50..600).await;
+    client
+        .delete_segments(&id(stream), &id(0), 0, 1000)
+        .await
+        .expect("delete the sealed segments");
+    cluster.nodes[lagging].start_again();
+    let deadline = Instant::now() + ELECTION;
+    while !cluster.nodes[lagging]
+        .log()
+        .contains("restarting its log at the leader's first offset")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the lagging replica did not restart its log\n{}",
+            cluster.nodes[lagging].log_tail()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // It copies the rest, and goes on copying what comes next.
+    send_range(&client, stream, 600..620).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for server in &mut cluster.nodes {
+        server.stop();
+    }
+    let logs: Vec<Vec<u8>> = cluster.nodes.iter().map(stored_bytes).collect();
+    assert!(
+        logs[lagging] == logs[leader],
+        "the restarted replica holds {} bytes, the leader {}",
+        logs[lagging].len(),
+        logs[leader].len()
+    );
+    assert!(
+        logs[other].len() > logs[leader].len() && logs[other].ends_with(&logs[leader]),
+        "the other follower keeps the whole log, of which the leader's is the end"
     );
 }

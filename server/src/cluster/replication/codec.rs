@@ -11,6 +11,7 @@
 //!        answer   0 | code u32
 //!                 1 | end u64 | epochs              cut your log to end
 //!                 2 | commit_end u64 | epochs | offsets | the messages, as stored, to the end
+//!                 3 | start u64 | epochs            empty your log and go on from start
 //! offsets         0                                 your copy is current
 //!                 1 | version (u64 | u64) | count u32 | count × (kind u8 | id u32 | offset u64)
 //!                                                   kind 1 consumer, 2 group
@@ -184,6 +185,11 @@ pub fn encode_fetch_answer(answer: &Result<Fetched, u32>) -> Vec<u8> {
             out.extend_from_slice(&end.to_le_bytes());
             epochs.encode(&mut out);
         }
+        Ok(Fetched::Restart { epochs, start }) => {
+            out.push(3);
+            out.extend_from_slice(&start.to_le_bytes());
+            epochs.encode(&mut out);
+        }
         Ok(Fetched::Messages {
             epochs,
             commit_end,
@@ -236,6 +242,14 @@ pub fn decode_fetch_answer(body: Vec<u8>) -> Option<Result<Fetched, u32>> {
             }
             Ok(Fetched::Truncate { epochs, end })
         }
+        3 => {
+            let start = reader.u64()?;
+            let epochs = reader.epochs()?;
+            if !reader.0.is_empty() {
+                return None;
+            }
+            Ok(Fetched::Restart { epochs, start })
+        }
         2 => {
             let commit_end = reader.u64()?;
             let epochs = reader.epochs()?;
@@ -283,7 +297,7 @@ mod tests {
         #[test]
         fn fetch_answers_round_trip(
             epochs in epochs(), end in any::<u64>(), code in any::<u32>(),
-            messages in proptest::collection::vec(any::<u8>(), 0..64), which in 0u8..3,
+            messages in proptest::collection::vec(any::<u8>(), 0..64), which in 0u8..4,
             offsets in proptest::option::of((
                 any::<(u64, u64)>(),
                 proptest::collection::vec((any::<bool>(), any::<u32>(), any::<u64>()), 0..5),
@@ -303,6 +317,7 @@ mod tests {
             let answer = match which {
                 0 => Err(code),
                 1 => Ok(Fetched::Truncate { epochs, end }),
+                2 => Ok(Fetched::Restart { epochs, start: end }),
                 _ => Ok(Fetched::Messages {
                     epochs, commit_end: end, messages: Bytes::from(messages), offsets,
                 }),

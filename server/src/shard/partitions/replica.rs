@@ -56,6 +56,9 @@ pub struct OffsetsCopy {
 pub enum Fetched {
     /// The asker's log holds messages this one does not: cut it to `end`.
     Truncate { epochs: Epochs, end: u64 },
+    /// The asker's log ends before this one's first message (retention deleted what it
+    /// misses): empty it and go on from `start`.
+    Restart { epochs: Epochs, start: u64 },
     /// The messages after the asker's end (maybe none), as stored, and what is committed.
     Messages {
         epochs: Epochs,
@@ -300,6 +303,13 @@ impl LocalPartition {
                 end: common,
             });
         }
+        // Reading there would start at our first message, which the asker cannot append.
+        if asked.end < storage.first_offset() {
+            return Ok(Fetched::Restart {
+                epochs: mine,
+                start: storage.first_offset(),
+            });
+        }
         let messages = if storage.visible_end() > asked.end && request.max_messages > 0 {
             let read = storage
                 .read(asked.end, request.max_messages)
@@ -361,6 +371,30 @@ impl LocalPartition {
                     .get()
                     .min(self.storage().visible_end());
                 replication.commit_end.set(commit);
+            }
+            Fetched::Restart { epochs, start } => {
+                let _exclusive = self.exclusive().await?;
+                let storage = self.writable_storage().await?;
+                tracing::warn!(
+                    partition = %self.key,
+                    from = storage.next_offset(),
+                    to = start,
+                    "the leader no longer holds the messages this replica misses: restarting its log \
+                     at the leader's first offset"
+                );
+                let fresh = storage
+                    .restart_at(start)
+                    .await
+                    .map_err(super::storage_error)?;
+                self.replace_storage(fresh).await;
+                let mut kept = Epochs::default();
+                kept.adopt(&epochs, start);
+                save_epochs(&self.dir, &kept).await?;
+                *replication.epochs.borrow_mut() = kept;
+                // Everything before `start` was committed (only what a majority held is ever
+                // served, and so deleted); nothing after it is held yet.
+                replication.commit_end.set(start);
+                self.refresh_counters();
             }
             Fetched::Messages {
                 epochs,

@@ -29,6 +29,17 @@ impl Partition {
         config: PartitionConfig,
         pool: Rc<BufferPool>,
     ) -> Result<Partition, StorageError> {
+        Partition::create_at(dir, config, pool, 0).await
+    }
+
+    /// Creates an empty partition in `dir` (created if missing) whose first message will get
+    /// offset `start`.
+    pub(super) async fn create_at(
+        dir: PathBuf,
+        config: PartitionConfig,
+        pool: Rc<BufferPool>,
+        start: u64,
+    ) -> Result<Partition, StorageError> {
         config.validate()?;
         compio::fs::create_dir_all(&dir)
             .await
@@ -42,13 +53,13 @@ impl Partition {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(error) => return Err(StorageError::io(IoOperation::Remove, &dir, error)),
         }
-        let files = SegmentFiles::open(&dir, 0, true).await?;
+        let files = SegmentFiles::open(&dir, start, true).await?;
         sync_directory(&dir).await?;
         if let Some(parent) = dir.parent() {
             sync_directory(parent).await?;
         }
         let direct = files.log.is_direct();
-        let segment = Segment::new_active(0, Some(Rc::new(files)));
+        let segment = Segment::new_active(start, Some(Rc::new(files)));
         Ok(Partition::start(
             dir,
             config,

@@ -1,7 +1,9 @@
 //! Cutting a log back to an offset. A cluster replica drops a tail that the leader's log does
 //! not share (it was never committed) before copying the leader's: the files are cut at the
 //! first dropped message and the partition is opened again, so recovery rebuilds the state
-//! (index, tail block, watermarks) from what is left, exactly as after a crash.
+//! (index, tail block, watermarks) from what is left, exactly as after a crash. A replica too
+//! far behind a leader whose retention already deleted what it misses restarts its log empty
+//! at the leader's first offset instead.
 
 use super::Partition;
 use super::lifecycle::list_segments;
@@ -63,5 +65,26 @@ impl Partition {
         }
         sync_directory(&dir).await?;
         Partition::open(dir, config, pool).await
+    }
+
+    /// Closes the partition, removes every message, and returns an empty log whose next
+    /// offset is `start` (this one stays closed). Offsets never go back: `start` must be at
+    /// least this log's next offset.
+    pub async fn restart_at(&self, start: u64) -> Result<Partition, StorageError> {
+        if start < self.next_offset() {
+            return Err(StorageError::InvalidConfig(format!(
+                "cannot restart a log at offset {start}, below its next offset {}",
+                self.next_offset()
+            )));
+        }
+        let dir = self.inner.dir.clone();
+        let config = self.inner.config.clone();
+        let pool = self.inner.pool.clone();
+        self.close().await?;
+        for start in list_segments(&dir).await? {
+            remove_segment_files(&dir, start).await?;
+        }
+        sync_directory(&dir).await?;
+        Partition::create_at(dir, config, pool, start).await
     }
 }

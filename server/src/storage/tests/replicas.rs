@@ -104,3 +104,62 @@ fn truncating_cuts_the_tail_across_segments_and_appends_continue() {
         "one fresh segment is left"
     );
 }
+
+#[test]
+fn a_replica_behind_the_leaders_first_offset_restarts_its_log_there() {
+    let temp = tempfile::tempdir().unwrap();
+    let (leader_dir, replica_dir) = (temp.path().join("a"), temp.path().join("b"));
+    run(async {
+        let small = PartitionConfig {
+            segment_size_bytes: 4096,
+            ..config(AckMode::Written)
+        };
+        let leader = Partition::create(leader_dir.clone(), small.clone(), pool())
+            .await
+            .unwrap();
+        let replica = Partition::create(replica_dir.clone(), small.clone(), pool())
+            .await
+            .unwrap();
+        for k in 0..6u64 {
+            leader.append(batch(k * 3, 3, 1000), k).await.unwrap();
+        }
+        leader.flush(true).await.unwrap();
+        replica
+            .append_replica(stored(&leader.read(0, 4).await.unwrap()))
+            .await
+            .unwrap();
+        assert_eq!(leader.delete_oldest_segments(2).await.unwrap(), 2);
+        let first = leader.first_offset();
+        assert_eq!(first, 6);
+
+        // Offsets never go back.
+        assert!(matches!(
+            replica.restart_at(3).await,
+            Err(StorageError::InvalidConfig(_))
+        ));
+        let replica = replica.restart_at(first).await.unwrap();
+        assert_eq!(
+            (replica.first_offset(), replica.next_offset()),
+            (first, first)
+        );
+        assert!(replica.read(0, 10).await.unwrap().is_empty());
+        replica
+            .append_replica(stored(&leader.read(first, 100).await.unwrap()))
+            .await
+            .unwrap();
+        assert_eq!(
+            replica.read(0, 100).await.unwrap().to_bytes(),
+            leader.read(0, 100).await.unwrap().to_bytes()
+        );
+        replica.close().await.unwrap();
+        leader.close().await.unwrap();
+        // What the restarted log holds survives a reopen, and nothing of the old one is left.
+        let (replica, _) = Partition::open(replica_dir.clone(), small, pool())
+            .await
+            .unwrap();
+        assert_eq!((replica.first_offset(), replica.next_offset()), (first, 18));
+        assert_messages(&replica.read(0, 100).await.unwrap(), first, 12, 1000);
+        replica.close().await.unwrap();
+    });
+    assert!(!replica_dir.join("00000000000000000000.log").exists());
+}
