@@ -6,6 +6,7 @@
 use super::*;
 use iggy_v011::prelude as v11;
 use iggy_v011::prelude::{ConsumerOffsetClient as _, MessageClient as _};
+use rill_integration::fixtures::{poll_from, test_messages};
 use rill_integration::sdk_v011;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -258,6 +259,28 @@ async fn send_one(client: &IggyClient, stream: u32, payload: &str) -> Result<(),
     .await
 }
 
+/// Sends `batch()` through `server` until the nodes left have a leader that takes it; returns
+/// the client that sent it.
+async fn send_after_failover(
+    server: &TestServer,
+    stream: u32,
+    batch: impl Fn() -> Vec<IggyMessage>,
+) -> IggyClient {
+    let deadline = Instant::now() + ELECTION;
+    loop {
+        let client = first_client(server).await;
+        match send_batch(&client, stream, batch()).await {
+            Ok(()) => return client,
+            Err(error) => assert!(
+                Instant::now() < deadline,
+                "the majority takes no message: {error}\n{}",
+                server.log_tail()
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Sends `batch` to partition 0 of `stream`'s topic 0.
 async fn send_batch(
     client: &IggyClient,
@@ -350,19 +373,10 @@ async fn a_leader_without_a_majority_acknowledges_nothing_and_its_lone_tail_is_c
             .contains("a batch was not held by a majority in time")
     );
 
-    let deadline = Instant::now() + ELECTION;
-    let other = loop {
-        let other = first_client(&cluster.nodes[survivor]).await;
-        match send_one(&other, stream, "after").await {
-            Ok(()) => break other,
-            Err(error) => assert!(
-                Instant::now() < deadline,
-                "the majority takes no message: {error}\n{}",
-                cluster.nodes[survivor].log_tail()
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let other = send_after_failover(&cluster.nodes[survivor], stream, || {
+        vec![IggyMessage::from_str("after").unwrap()]
+    })
+    .await;
     assert_eq!(payloads(&other, stream).await, ["committed", "after"]);
 
     // Back, the old leader cuts "alone" (never acknowledged) and copies "after": stopped
@@ -454,4 +468,43 @@ async fn a_replica_behind_what_the_leader_still_holds_restarts_at_the_leaders_fi
         logs[other].len() > logs[leader].len() && logs[other].ends_with(&logs[leader]),
         "the other follower keeps the whole log, of which the leader's is the end"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_reaching_the_next_leader_is_stored_once_with_deduplication_on() {
+    let mut cluster = TestCluster::start(
+        3,
+        options().env("IGGY_SYSTEM_MESSAGE_DEDUPLICATION_ENABLED", "true"),
+    );
+    let view = settled_view(&cluster.nodes[0], 3).await;
+    let leader = leader_index(&cluster, &view);
+    let survivor = (leader + 1) % 3;
+    let client = root_client(&cluster.nodes[leader]).await;
+    let stream = create_stream(&client, "deduplicated").await;
+    create_topic(&client, stream, "events", 1).await;
+    for server in &cluster.nodes {
+        wait_for_streams(server, &["deduplicated"]).await;
+    }
+    send_batch(&client, stream, test_messages(1, 0, 10))
+        .await
+        .expect("a majority is up");
+    // Both followers copy the batch within a fetch or two.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    // The leader dies; a producer that never saw the acknowledgement resends the batch, with
+    // five more messages, to whichever node leads next.
+    cluster.nodes[leader].kill();
+    let other =
+        send_after_failover(&cluster.nodes[survivor], stream, || test_messages(1, 0, 15)).await;
+    let stored: Vec<(u64, u128)> = poll_from(&other, &id(stream), &id(0), 0, 0, 100)
+        .await
+        .iter()
+        .map(|message| (message.header.offset, message.header.id))
+        .collect();
+    let expected: Vec<(u64, u128)> = test_messages(1, 0, 15)
+        .iter()
+        .enumerate()
+        .map(|(offset, message)| (offset as u64, message.header.id))
+        .collect();
+    assert_eq!(stored, expected, "the resent ids were stored again");
 }

@@ -94,6 +94,20 @@ fn whole_messages_within(bytes: Bytes, limit: usize) -> Bytes {
 }
 
 impl LocalPartition {
+    /// With deduplication on, a replica remembers the ids it copies, so that a producer's
+    /// retry reaching it after a failover is stored once, as on the leader it was sent to.
+    /// Stored ids include those the leader drew for id 0, which only take up room.
+    fn remember_replicated_ids(&self, messages: &Bytes) {
+        let Some(dedup) = &self.dedup else {
+            return;
+        };
+        let mut dedup = dedup.borrow_mut();
+        let now = std::time::Instant::now();
+        for message in rill_core::message::MessageIter::new(messages).map_while(Result::ok) {
+            dedup.remember(message.id(), now);
+        }
+    }
+
     fn replication(&self) -> Result<&Replication, ErrorCode> {
         self.replication
             .as_ref()
@@ -411,6 +425,7 @@ impl LocalPartition {
                         .append_replica(batch)
                         .await
                         .map_err(super::storage_error)?;
+                    self.remember_replicated_ids(&messages);
                 }
                 let end = self.storage().visible_end();
                 let changed = replication.epochs.borrow_mut().adopt(&epochs, end);
