@@ -84,16 +84,17 @@ pub fn run(plan: &Plan, ceilings: Option<crate::baseline::Baseline>) -> Result<R
             .spawn(job)
             .expect("spawn actor thread")
     };
+    let shared = ActorContext {
+        plan: plan.clone(),
+        barrier: barrier.clone(),
+        base: base.clone(),
+        abort: abort.clone(),
+        progress: progress.clone(),
+        streams: stream_states,
+        groups: group_counters,
+    };
     for index in 0..plan.producers {
-        let context = ActorContext {
-            plan: plan.clone(),
-            barrier: barrier.clone(),
-            base: base.clone(),
-            abort: abort.clone(),
-            progress: progress.clone(),
-            streams: stream_states.clone(),
-            groups: group_counters.clone(),
-        };
+        let context = shared.clone();
         let stream = plan.stream_of(index);
         let job: Box<dyn FnOnce() -> Result<ActorResult> + Send> =
             if plan.kind == WorkloadKind::EndToEndProducingConsumer {
@@ -104,15 +105,7 @@ pub fn run(plan: &Plan, ceilings: Option<crate::baseline::Baseline>) -> Result<R
         handles.push(spawn(format!("producer-{}", index + 1), job));
     }
     for index in 0..plan.consumers {
-        let context = ActorContext {
-            plan: plan.clone(),
-            barrier: barrier.clone(),
-            base: base.clone(),
-            abort: abort.clone(),
-            progress: progress.clone(),
-            streams: stream_states.clone(),
-            groups: group_counters.clone(),
-        };
+        let context = shared.clone();
         let job: Box<dyn FnOnce() -> Result<ActorResult> + Send> = if plan.kind.uses_groups() {
             let (stream, group) = plan.group_of(index);
             let target = match (plan.kind.is_consumer_only(), plan.finish) {
@@ -138,6 +131,8 @@ pub fn run(plan: &Plan, ceilings: Option<crate::baseline::Baseline>) -> Result<R
         };
         handles.push(spawn(format!("consumer-{}", index + 1), job));
     }
+    // Only the actors hold the run's shared state from here, as each was given its own copy.
+    drop(shared);
 
     // Every actor is connected once it reaches the barrier; the clock starts when all have.
     barrier.wait();
