@@ -10,6 +10,8 @@
 use crate::error::{Error, Result};
 use crate::report::Report;
 use crate::stats::{ActorKind, moving_average, new_histogram};
+use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -91,25 +93,13 @@ fn throughput(report: &Report, path: &Path) -> ChartResult {
             .chain(ceilings.iter().map(|(_, value)| *value)),
     ) * 1.1;
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title(report, "Throughput"), ("sans-serif", 20))
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
+    let mut chart = frame(&root, title(report, "Throughput"), x_max, y_max)?;
     chart
         .configure_mesh()
         .x_desc("time since measurement start (s)")
         .y_desc(format!("MB/s (moving average of {window})"))
         .draw()?;
-    for (kind, points) in lines {
-        let style = colour(kind);
-        chart
-            .draw_series(LineSeries::new(points, style.stroke_width(2)))?
-            .label(kind.label())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-    }
+    draw_kinds(&mut chart, lines, 2)?;
     for (index, (label, value)) in ceilings.into_iter().enumerate() {
         let style = if index == 0 {
             RGBColor(120, 120, 120)
@@ -151,25 +141,13 @@ fn latency(report: &Report, path: &Path) -> ChartResult {
     let x_max = max_of(lines.iter().flat_map(|(_, p)| p.iter().map(|(x, _)| *x)));
     let y_max = max_of(lines.iter().flat_map(|(_, p)| p.iter().map(|(_, y)| *y))) * 1.1;
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title(report, "Batch latency"), ("sans-serif", 20))
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
+    let mut chart = frame(&root, title(report, "Batch latency"), x_max, y_max)?;
     chart
         .configure_mesh()
         .x_desc("time since measurement start (s)")
         .y_desc("mean latency per interval (ms)")
         .draw()?;
-    for (kind, points) in lines {
-        let style = colour(kind);
-        chart
-            .draw_series(LineSeries::new(points, style.stroke_width(1)))?
-            .label(kind.label())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-    }
+    draw_kinds(&mut chart, lines, 1)?;
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.85))
@@ -218,13 +196,7 @@ fn distribution(report: &Report, path: &Path) -> ChartResult {
     let x_max = max_of(lines.iter().flat_map(|(_, p)| p.iter().map(|(x, _)| *x)));
     let y_max = max_of(lines.iter().flat_map(|(_, p)| p.iter().map(|(_, y)| *y))) * 1.1;
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title(report, "Latency distribution"), ("sans-serif", 20))
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
+    let mut chart = frame(&root, title(report, "Latency distribution"), x_max, y_max)?;
     chart
         .configure_mesh()
         .x_desc("percentile")
@@ -232,13 +204,7 @@ fn distribution(report: &Report, path: &Path) -> ChartResult {
         .x_labels(x_max.floor() as usize + 1)
         .x_label_formatter(&nines_label)
         .draw()?;
-    for (kind, points) in lines {
-        let style = colour(kind);
-        chart
-            .draw_series(LineSeries::new(points, style.stroke_width(2)))?
-            .label(kind.label())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-    }
+    draw_kinds(&mut chart, lines, 2)?;
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.85))
@@ -246,6 +212,41 @@ fn distribution(report: &Report, path: &Path) -> ChartResult {
         .position(SeriesLabelPosition::UpperLeft)
         .draw()?;
     root.present()?;
+    Ok(())
+}
+
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The frame every chart shares, so that they read alike side by side: white, titled, both
+/// axes from zero.
+fn frame<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    caption: String,
+    x_max: f64,
+    y_max: f64,
+) -> std::result::Result<Chart<'a, 'b>, Box<dyn std::error::Error>> {
+    root.fill(&WHITE)?;
+    Ok(ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", 20))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..x_max, 0f64..y_max)?)
+}
+
+/// One line per actor kind, in the kind's colour, with its legend entry.
+fn draw_kinds(
+    chart: &mut Chart<'_, '_>,
+    lines: Vec<(ActorKind, Vec<(f64, f64)>)>,
+    stroke_width: u32,
+) -> ChartResult {
+    for (kind, points) in lines {
+        let style = colour(kind);
+        chart
+            .draw_series(LineSeries::new(points, style.stroke_width(stroke_width)))?
+            .label(kind.label())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+    }
     Ok(())
 }
 
