@@ -17,12 +17,8 @@ impl ControlPlane {
     ) -> Result<Vec<u8>, ErrorCode> {
         let name = request.name.into_string();
         let (stream_id, topic_id, id, partitions_count) = self.metadata(|metadata| {
-            let stream = metadata
-                .stream(&request.stream_id)
-                .ok_or(ErrorCode::StreamIdNotFound)?;
-            let topic = stream
-                .topic(&request.topic_id)
-                .ok_or(ErrorCode::TopicIdNotFound)?;
+            let (stream, topic) =
+                metadata.stream_and_topic(&request.stream_id, &request.topic_id)?;
             Self::require(actor, Action::ReadTopic(stream.id, topic.id))?;
             if topic.groups.values().any(|group| group.name == name) {
                 return Err(ErrorCode::ConsumerGroupNameAlreadyExists);
@@ -61,12 +57,8 @@ impl ControlPlane {
         request: DeleteConsumerGroup,
     ) -> Result<Vec<u8>, ErrorCode> {
         let (stream_id, topic_id, id, partitions_count) = self.metadata(|metadata| {
-            let stream = metadata
-                .stream(&request.stream_id)
-                .ok_or(ErrorCode::StreamIdNotFound)?;
-            let topic = stream
-                .topic(&request.topic_id)
-                .ok_or(ErrorCode::TopicIdNotFound)?;
+            let (stream, topic) =
+                metadata.stream_and_topic(&request.stream_id, &request.topic_id)?;
             let group = topic
                 .group(&request.group_id)
                 .ok_or(ErrorCode::ConsumerGroupIdNotFound)?;

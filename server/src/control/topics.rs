@@ -114,12 +114,8 @@ impl ControlPlane {
     ) -> Result<Vec<u8>, ErrorCode> {
         let name = request.name.into_string();
         let (stream_id, id) = self.metadata(|metadata| {
-            let stream = metadata
-                .stream(&request.stream_id)
-                .ok_or(ErrorCode::StreamIdNotFound)?;
-            let topic = stream
-                .topic(&request.topic_id)
-                .ok_or(ErrorCode::TopicIdNotFound)?;
+            let (stream, topic) =
+                metadata.stream_and_topic(&request.stream_id, &request.topic_id)?;
             Self::require(user, Action::ManageTopic(stream.id, topic.id))?;
             if stream
                 .topics
@@ -152,12 +148,8 @@ impl ControlPlane {
         request: DeleteTopic,
     ) -> Result<Vec<u8>, ErrorCode> {
         let (stream_id, id, keys) = self.metadata(|metadata| {
-            let stream = metadata
-                .stream(&request.stream_id)
-                .ok_or(ErrorCode::StreamIdNotFound)?;
-            let topic = stream
-                .topic(&request.topic_id)
-                .ok_or(ErrorCode::TopicIdNotFound)?;
+            let (stream, topic) =
+                metadata.stream_and_topic(&request.stream_id, &request.topic_id)?;
             let keys: Vec<_> = topic
                 .partitions
                 .iter()
@@ -186,10 +178,7 @@ impl ControlPlane {
         topic_id: &rill_core::primitives::Identifier,
     ) -> Result<(u32, u32, u32), ErrorCode> {
         self.metadata(|metadata| {
-            let stream = metadata
-                .stream(stream_id)
-                .ok_or(ErrorCode::StreamIdNotFound)?;
-            let topic = stream.topic(topic_id).ok_or(ErrorCode::TopicIdNotFound)?;
+            let (stream, topic) = metadata.stream_and_topic(stream_id, topic_id)?;
             Ok((stream.id, topic.id, topic.partitions.len() as u32))
         })?
     }

@@ -1,7 +1,7 @@
 //! Who the caller is and what a request names: permission checks and identifier resolution,
 //! done inside one metadata read.
 
-use crate::metadata::{Metadata, Stream, Topic, User};
+use crate::metadata::{Metadata, User};
 use crate::permissions::{Action, allowed};
 use rill_core::ErrorCode;
 use rill_core::primitives::Identifier;
@@ -17,19 +17,6 @@ pub(super) fn check(metadata: &Metadata, user_id: u32, action: Action) -> Result
     } else {
         Err(ErrorCode::Unauthorized)
     }
-}
-
-/// Resolves a stream and topic by identifiers: (stream, topic) or the not-found code.
-pub(super) fn resolve<'a>(
-    metadata: &'a Metadata,
-    stream_id: &Identifier,
-    topic_id: &Identifier,
-) -> Result<(&'a Stream, &'a Topic), ErrorCode> {
-    let stream = metadata
-        .stream(stream_id)
-        .ok_or(ErrorCode::StreamIdNotFound)?;
-    let topic = stream.topic(topic_id).ok_or(ErrorCode::TopicIdNotFound)?;
-    Ok((stream, topic))
 }
 
 /// The answer to a read of something that does not exist (a stream, or a topic when

@@ -1,6 +1,6 @@
 //! Consumer group reads, join and leave.
 
-use super::access::{absent, check, resolve};
+use super::access::{absent, check};
 use super::response::{HandlerResult, Response};
 use crate::groups::GroupKey;
 use crate::permissions::Action;
@@ -39,7 +39,8 @@ fn group_info(
 
 pub fn get_group(shard: &Shard, user_id: u32, request: GetConsumerGroup) -> HandlerResult {
     shard.metadata(|metadata| {
-        let Ok((stream, topic)) = resolve(metadata, &request.stream_id, &request.topic_id) else {
+        let Ok((stream, topic)) = metadata.stream_and_topic(&request.stream_id, &request.topic_id)
+        else {
             return absent(
                 metadata,
                 user_id,
@@ -67,7 +68,8 @@ pub fn get_group(shard: &Shard, user_id: u32, request: GetConsumerGroup) -> Hand
 
 pub fn get_groups(shard: &Shard, user_id: u32, request: GetConsumerGroups) -> HandlerResult {
     shard.metadata(|metadata| {
-        let Ok((stream, topic)) = resolve(metadata, &request.stream_id, &request.topic_id) else {
+        let Ok((stream, topic)) = metadata.stream_and_topic(&request.stream_id, &request.topic_id)
+        else {
             return absent(
                 metadata,
                 user_id,
@@ -102,7 +104,7 @@ pub(super) fn resolve_group(
     action: fn(u32, u32) -> Action,
 ) -> Result<GroupKey, ErrorCode> {
     shard.metadata(|metadata| {
-        let (stream, topic) = resolve(metadata, stream_id, topic_id)?;
+        let (stream, topic) = metadata.stream_and_topic(stream_id, topic_id)?;
         check(metadata, user_id, action(stream.id, topic.id))?;
         let group = topic
             .group(group_id)

@@ -1,7 +1,7 @@
 //! SendMessages, PollMessages, FlushUnsavedBuffer, DeleteSegments: routed to the partition's
 //! owner.
 
-use super::access::{check, resolve};
+use super::access::check;
 use super::groups::resolve_group;
 use super::response::{HandlerResult, Response};
 use crate::permissions::Action;
@@ -47,7 +47,7 @@ pub async fn send(
     request: SendMessages,
 ) -> HandlerResult {
     let key = shard.metadata(|metadata| {
-        let (stream, topic) = resolve(metadata, &request.stream_id, &request.topic_id)?;
+        let (stream, topic) = metadata.stream_and_topic(&request.stream_id, &request.topic_id)?;
         check(metadata, user_id, Action::SendMessages(stream.id, topic.id))?;
         let partitions_count = topic.partitions.len() as u32;
         let partition_id = match &request.partitioning {
@@ -88,7 +88,8 @@ pub async fn poll(
     let (key, consumer, ticket) = match request.consumer.kind {
         ConsumerKind::Consumer => {
             let key = shard.metadata(|metadata| {
-                let (stream, topic) = resolve(metadata, &request.stream_id, &request.topic_id)?;
+                let (stream, topic) =
+                    metadata.stream_and_topic(&request.stream_id, &request.topic_id)?;
                 check(metadata, user_id, Action::PollMessages(stream.id, topic.id))?;
                 let partition_id = request.partition_id.0.unwrap_or(0);
                 if partition_id as usize >= topic.partitions.len() {
@@ -185,7 +186,7 @@ fn partition_key(
     action: fn(u32, u32) -> Action,
 ) -> Result<PartitionKey, ErrorCode> {
     shard.metadata(|metadata| {
-        let (stream, topic) = resolve(metadata, stream_id, topic_id)?;
+        let (stream, topic) = metadata.stream_and_topic(stream_id, topic_id)?;
         check(metadata, user_id, action(stream.id, topic.id))?;
         if partition_id as usize >= topic.partitions.len() {
             return Err(ErrorCode::PartitionNotFound);

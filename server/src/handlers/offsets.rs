@@ -1,7 +1,7 @@
 //! Consumer offsets, stored by the partition's owner, for plain consumers and consumer groups
 //! (protocol.md 4.8).
 
-use super::access::{check, resolve};
+use super::access::check;
 use super::groups::resolve_group;
 use super::messages::consumer_key;
 use super::response::{HandlerResult, Response};
@@ -42,7 +42,7 @@ fn target(
     let (stream, topic, partitions_count, key) = match consumer.kind {
         ConsumerKind::Consumer => {
             let (stream, topic, count) = shard.metadata(|metadata| {
-                let (stream, topic) = resolve(metadata, stream_id, topic_id)?;
+                let (stream, topic) = metadata.stream_and_topic(stream_id, topic_id)?;
                 check(metadata, user_id, Action::PollMessages(stream.id, topic.id))?;
                 Ok::<_, ErrorCode>((stream.id, topic.id, topic.partitions.len() as u32))
             })??;

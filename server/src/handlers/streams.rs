@@ -1,6 +1,6 @@
 //! Stream and topic reads, and purges.
 
-use super::access::{absent, check, resolve};
+use super::access::{absent, check};
 use super::response::{HandlerResult, Response};
 use crate::permissions::Action;
 use crate::shard::Shard;
@@ -36,7 +36,8 @@ pub fn get_streams(shard: &Shard, user_id: u32) -> HandlerResult {
 pub fn get_topic(shard: &Shard, user_id: u32, request: GetTopic) -> HandlerResult {
     let table = &shard.shared.shards_table;
     shard.metadata(|metadata| {
-        let Ok((stream, topic)) = resolve(metadata, &request.stream_id, &request.topic_id) else {
+        let Ok((stream, topic)) = metadata.stream_and_topic(&request.stream_id, &request.topic_id)
+        else {
             return absent(
                 metadata,
                 user_id,
@@ -104,7 +105,7 @@ pub async fn purge_stream(shard: &Shard, user_id: u32, request: PurgeStream) -> 
 
 pub async fn purge_topic(shard: &Shard, user_id: u32, request: PurgeTopic) -> HandlerResult {
     let keys = shard.metadata(|metadata| {
-        let (stream, topic) = resolve(metadata, &request.stream_id, &request.topic_id)?;
+        let (stream, topic) = metadata.stream_and_topic(&request.stream_id, &request.topic_id)?;
         check(metadata, user_id, Action::ManageTopic(stream.id, topic.id))?;
         Ok::<_, ErrorCode>(
             topic

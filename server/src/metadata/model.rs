@@ -2,6 +2,7 @@
 //! applying [`MetadataOp`]s, the same ops it writes to the metadata log, so replaying the log
 //! rebuilds exactly the state that was acknowledged.
 
+use rill_core::ErrorCode;
 use rill_core::primitives::{
     CompressionAlgorithm, Identifier, Permissions, StreamPermissions, TopicPermissions, UserStatus,
 };
@@ -427,6 +428,17 @@ impl Metadata {
                 .values()
                 .find(|stream| stream.name == name.as_str()),
         }
+    }
+
+    /// The stream and topic two identifiers name, or the not-found code of the first missing.
+    pub fn stream_and_topic(
+        &self,
+        stream_id: &Identifier,
+        topic_id: &Identifier,
+    ) -> Result<(&Stream, &Topic), ErrorCode> {
+        let stream = self.stream(stream_id).ok_or(ErrorCode::StreamIdNotFound)?;
+        let topic = stream.topic(topic_id).ok_or(ErrorCode::TopicIdNotFound)?;
+        Ok((stream, topic))
     }
 
     /// The user an identifier names (by id or by username).
