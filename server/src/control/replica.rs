@@ -33,14 +33,7 @@ pub fn partition_keys(metadata: &Metadata) -> Vec<PartitionKey> {
     metadata
         .streams
         .values()
-        .flat_map(|stream| {
-            stream.topics.values().flat_map(move |topic| {
-                topic
-                    .partitions
-                    .iter()
-                    .map(move |partition| PartitionKey::new(stream.id, topic.id, partition.id))
-            })
-        })
+        .flat_map(PartitionKey::of_stream)
         .collect()
 }
 

@@ -69,17 +69,7 @@ impl ControlPlane {
             let stream = metadata
                 .stream(&request.stream_id)
                 .ok_or(ErrorCode::StreamIdNotFound)?;
-            let keys: Vec<_> = stream
-                .topics
-                .values()
-                .flat_map(|topic| {
-                    topic
-                        .partitions
-                        .iter()
-                        .map(|p| PartitionKey::new(stream.id, topic.id, p.id))
-                })
-                .collect();
-            Ok::<_, ErrorCode>((stream.id, keys))
+            Ok::<_, ErrorCode>((stream.id, PartitionKey::of_stream(stream)))
         })??;
         Self::require(user, Action::ManageStream(id))?;
         self.commit(MetadataOp::DeleteStream { id }).await?;

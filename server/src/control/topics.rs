@@ -150,11 +150,7 @@ impl ControlPlane {
         let (stream_id, id, keys) = self.metadata(|metadata| {
             let (stream, topic) =
                 metadata.stream_and_topic(&request.stream_id, &request.topic_id)?;
-            let keys: Vec<_> = topic
-                .partitions
-                .iter()
-                .map(|p| PartitionKey::new(stream.id, topic.id, p.id))
-                .collect();
+            let keys = PartitionKey::of_topic(stream.id, topic);
             Ok::<_, ErrorCode>((stream.id, topic.id, keys))
         })??;
         Self::require(user, Action::ManageTopic(stream_id, id))?;

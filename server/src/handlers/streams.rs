@@ -87,18 +87,7 @@ pub async fn purge_stream(shard: &Shard, user_id: u32, request: PurgeStream) -> 
             .stream(&request.stream_id)
             .ok_or(ErrorCode::StreamIdNotFound)?;
         check(metadata, user_id, Action::ManageStream(stream.id))?;
-        Ok::<_, ErrorCode>(
-            stream
-                .topics
-                .values()
-                .flat_map(|topic| {
-                    topic
-                        .partitions
-                        .iter()
-                        .map(|p| PartitionKey::new(stream.id, topic.id, p.id))
-                })
-                .collect::<Vec<_>>(),
-        )
+        Ok::<_, ErrorCode>(PartitionKey::of_stream(stream))
     })??;
     purge_partitions(shard, keys).await
 }
@@ -107,13 +96,7 @@ pub async fn purge_topic(shard: &Shard, user_id: u32, request: PurgeTopic) -> Ha
     let keys = shard.metadata(|metadata| {
         let (stream, topic) = metadata.stream_and_topic(&request.stream_id, &request.topic_id)?;
         check(metadata, user_id, Action::ManageTopic(stream.id, topic.id))?;
-        Ok::<_, ErrorCode>(
-            topic
-                .partitions
-                .iter()
-                .map(|p| PartitionKey::new(stream.id, topic.id, p.id))
-                .collect::<Vec<_>>(),
-        )
+        Ok::<_, ErrorCode>(PartitionKey::of_topic(stream.id, topic))
     })??;
     purge_partitions(shard, keys).await
 }

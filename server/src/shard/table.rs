@@ -2,6 +2,7 @@
 //! and its live counters. Shared by every shard (a `DashMap`, sharded internally), written only
 //! by shard 0's control lane and by owners marking their partitions ready.
 
+use crate::metadata::{Stream, Topic};
 use crate::metrics::Counter;
 use dashmap::DashMap;
 use std::sync::Arc;
@@ -22,6 +23,24 @@ impl PartitionKey {
             topic_id,
             partition_id,
         }
+    }
+
+    /// The keys of every partition of a topic.
+    pub fn of_topic(stream_id: u32, topic: &Topic) -> Vec<PartitionKey> {
+        topic
+            .partitions
+            .iter()
+            .map(|p| PartitionKey::new(stream_id, topic.id, p.id))
+            .collect()
+    }
+
+    /// The keys of every partition of every topic of a stream.
+    pub fn of_stream(stream: &Stream) -> Vec<PartitionKey> {
+        stream
+            .topics
+            .values()
+            .flat_map(|topic| PartitionKey::of_topic(stream.id, topic))
+            .collect()
     }
 
     /// The owning shard: XXH3-64 of the three ids (little-endian u32s) modulo the shard count.
