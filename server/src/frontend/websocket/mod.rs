@@ -19,6 +19,7 @@ pub mod stream;
 use super::Registration;
 use super::tcp::{accept_connections, finish, serve_frames};
 use crate::config::WebSocketConfig;
+use crate::session::Session;
 use crate::shard::Shard;
 use compio::BufResult;
 use compio::buf::IoBuf;
@@ -69,18 +70,7 @@ async fn serve(shard: Rc<Shard>, tls: Option<TlsAcceptor>, stream: TcpStream, pe
     match tls {
         None => {
             let upgrade = compio::time::timeout(deadline, upgrade(&shard, stream)).await;
-            if let Some(mut stream) = upgraded(upgrade, peer) {
-                let stop = serve_frames(
-                    &shard,
-                    &mut stream,
-                    &mut session,
-                    connected_at,
-                    false,
-                    Transport::WebSocket,
-                )
-                .await;
-                finish(&shard, stream, &session, stop, Transport::WebSocket).await;
-            }
+            serve_upgraded(&shard, upgrade, peer, &mut session, connected_at).await;
         }
         Some(tls) => {
             let handshakes = async {
@@ -88,40 +78,43 @@ async fn serve(shard: Rc<Shard>, tls: Option<TlsAcceptor>, stream: TcpStream, pe
                 upgrade(&shard, stream).await
             };
             let upgrade = compio::time::timeout(deadline, handshakes).await;
-            if let Some(mut stream) = upgraded(upgrade, peer) {
-                let stop = serve_frames(
-                    &shard,
-                    &mut stream,
-                    &mut session,
-                    connected_at,
-                    false,
-                    Transport::WebSocket,
-                )
-                .await;
-                finish(&shard, stream, &session, stop, Transport::WebSocket).await;
-            }
+            serve_upgraded(&shard, upgrade, peer, &mut session, connected_at).await;
         }
     }
     drop(registration);
 }
 
-/// The upgraded stream, or None (logged) when the handshake failed or timed out.
-fn upgraded<S>(
+/// Serves the requests of an upgraded stream, plain or TLS alike; when the handshake failed or
+/// timed out, logs why and returns (the connection closes).
+async fn serve_upgraded<S: AsyncRead + AsyncWrite>(
+    shard: &Shard,
     upgrade: Result<io::Result<Option<WsStream<S>>>, compio::time::Elapsed>,
     peer: SocketAddr,
-) -> Option<WsStream<S>> {
-    match upgrade {
-        Ok(Ok(Some(stream))) => Some(stream),
-        Ok(Ok(None)) => None,
+    session: &mut Session,
+    connected_at: Instant,
+) {
+    let mut stream = match upgrade {
+        Ok(Ok(Some(stream))) => stream,
+        Ok(Ok(None)) => return,
         Ok(Err(error)) => {
             tracing::info!(%peer, %error, "WebSocket handshake failed");
-            None
+            return;
         }
         Err(_) => {
             tracing::info!(%peer, "WebSocket handshake timed out");
-            None
+            return;
         }
-    }
+    };
+    let stop = serve_frames(
+        shard,
+        &mut stream,
+        session,
+        connected_at,
+        false,
+        Transport::WebSocket,
+    )
+    .await;
+    finish(shard, stream, session, stop, Transport::WebSocket).await;
 }
 
 /// Reads the upgrade request and answers it: 101 and the WebSocket stream, or an HTTP error
