@@ -6,7 +6,10 @@
 #     slims it like Debian's official -slim image and `docker import`s it under that tag, so no
 #     registry is needed;
 #  2. builds iggy-server and iggy on the host, then the image with HOST_BINARIES=target/release
-#     (so no Rust image is needed), and checks it: non-root, /data volume, ports, env, config;
+#     (so no Rust image is needed), and checks it: non-root, /data volume, ports, env, config.
+#     RILL_DOCKER_PROFILE=debug takes target/debug instead (scripts/test.sh does: what is tested
+#     here is the image and the deployment, not the optimiser, and a cold release build with
+#     fat LTO costs CI several minutes);
 #  3. io_uring: under Docker's default seccomp profile (Engine 25+: ours without the io_uring
 #     syscalls) the server serves on the readiness driver and says why, and with
 #     IGGY_SYSTEM_IO_DRIVER=io_uring refuses to start with its io_uring error; under the engine's
@@ -181,23 +184,31 @@ fi
 
 # --- 2. binaries and image -----------------------------------------------------------------------
 
-say "building iggy-server and iggy on the host (release)"
+profile=${RILL_DOCKER_PROFILE:-release}
+case $profile in
+    release) profile_flag=(--release) ;;
+    debug) profile_flag=() ;;
+    *) fail "RILL_DOCKER_PROFILE must be release or debug, not $profile" ;;
+esac
+binaries="target/$profile"
+say "building iggy-server and iggy on the host ($profile)"
 if [[ -x scripts/install-deps.sh ]]; then
     scripts/install-deps.sh || fail "scripts/install-deps.sh failed"
 fi
 command -v cargo >/dev/null 2>&1 || fail "cargo is not on PATH"
-cargo build --release --locked -p rill-server -p rill-cli || fail "cargo build --release failed"
-cli="$root/target/release/iggy"
+cargo build "${profile_flag[@]}" --locked -p rill-server -p rill-cli ||
+    fail "cargo build ($profile) failed"
+cli="$root/$binaries/iggy"
 official="${CARGO_HOME:-$HOME/.cargo}/bin/iggy"
 if ! [[ -x $official ]] || [[ $("$official" --version 2>/dev/null) != iggy-cli* ]]; then
     official=""
 fi
 
-say "building $image (HOST_BINARIES=target/release)"
+say "building $image (HOST_BINARIES=$binaries)"
 old_image=$(docker image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
 # The classic builder, as Docker without buildx uses: it builds every stage, which the
 # Dockerfile's HOST_BINARIES handling must survive without a Rust image.
-if ! DOCKER_BUILDKIT=0 docker build --force-rm --build-arg HOST_BINARIES=target/release \
+if ! DOCKER_BUILDKIT=0 docker build --force-rm --build-arg HOST_BINARIES="$binaries" \
     -t "$image" . >"$work/build.log" 2>&1; then
     tail -40 "$work/build.log" >&2
     fail "docker build failed"
@@ -390,7 +401,7 @@ iggy_cli "$port" topic create docker-test events 1 none >/dev/null || fail "topi
 iggy_cli "$port" message send --partition-id 0 docker-test events "${messages[@]}" >/dev/null ||
     fail "message send failed"
 check_messages "$port" "$cli"
-say "sent ${#messages[@]} messages and polled them back with target/release/iggy"
+say "sent ${#messages[@]} messages and polled them back with $binaries/iggy"
 if command -v curl >/dev/null 2>&1; then
     http_port=$(host_port "$run_id-1" 3000/tcp)
     [[ $(http_get "$http_port" /ping) == pong* ]] || fail "GET /ping on the HTTP endpoint did not answer pong"
