@@ -405,8 +405,10 @@ impl LocalPartition {
                 kept.adopt(&epochs, start);
                 save_epochs(&self.dir, &kept).await?;
                 *replication.epochs.borrow_mut() = kept;
-                // Everything before `start` was committed (only what a majority held is ever
-                // served, and so deleted); nothing after it is held yet.
+                // Nothing below `start` is held here any more, so nothing there can be shown;
+                // what follows is committed as the leader's next answers say. (A crash between
+                // removing the old files and creating the new segment reopens the log empty at
+                // 0, and the next fetch restarts it again.)
                 replication.commit_end.set(start);
                 self.refresh_counters();
             }
