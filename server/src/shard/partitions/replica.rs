@@ -108,6 +108,23 @@ impl LocalPartition {
         }
     }
 
+    /// Takes the leader's epochs for this replica's log, which holds the leader's messages
+    /// below `end`. The file is replaced first, and only when they change, so the copy in
+    /// memory never describes a history the file does not.
+    async fn adopt_epochs(
+        &self,
+        replication: &Replication,
+        leader: &Epochs,
+        end: u64,
+    ) -> Result<(), ErrorCode> {
+        let mut adopted = replication.epochs.borrow().clone();
+        if adopted.adopt(leader, end) {
+            save_epochs(&self.dir, &adopted).await?;
+            *replication.epochs.borrow_mut() = adopted;
+        }
+        Ok(())
+    }
+
     fn replication(&self) -> Result<&Replication, ErrorCode> {
         self.replication
             .as_ref()
@@ -376,10 +393,8 @@ impl LocalPartition {
                 let (fresh, _report) = storage.truncate(end).await.map_err(super::storage_error)?;
                 self.replace_storage(fresh).await;
                 // What is left is the leader's log up to `end`: its epochs are the leader's.
-                let mut kept = Epochs::default();
-                kept.adopt(&epochs, end.min(self.storage().visible_end()));
-                save_epochs(&self.dir, &kept).await?;
-                *replication.epochs.borrow_mut() = kept;
+                let kept = end.min(self.storage().visible_end());
+                self.adopt_epochs(replication, &epochs, kept).await?;
                 let commit = replication
                     .commit_end
                     .get()
@@ -401,10 +416,7 @@ impl LocalPartition {
                     .await
                     .map_err(super::storage_error)?;
                 self.replace_storage(fresh).await;
-                let mut kept = Epochs::default();
-                kept.adopt(&epochs, start);
-                save_epochs(&self.dir, &kept).await?;
-                *replication.epochs.borrow_mut() = kept;
+                self.adopt_epochs(replication, &epochs, start).await?;
                 // Nothing below `start` is held here any more, so nothing there can be shown;
                 // what follows is committed as the leader's next answers say. (A crash between
                 // removing the old files and creating the new segment reopens the log empty at
@@ -430,11 +442,7 @@ impl LocalPartition {
                     self.remember_replicated_ids(&messages);
                 }
                 let end = self.storage().visible_end();
-                let changed = replication.epochs.borrow_mut().adopt(&epochs, end);
-                if changed {
-                    let epochs = replication.epochs.borrow().clone();
-                    save_epochs(&self.dir, &epochs).await?;
-                }
+                self.adopt_epochs(replication, &epochs, end).await?;
                 let commit = replication.commit_end.get().max(commit_end.min(end));
                 replication.commit_end.set(commit);
                 if let Some(copy) = offsets {
