@@ -117,6 +117,45 @@ proptest! {
     }
 
     #[test]
+    fn sent_checksums_poll_back_as_computed(
+        appends in proptest::collection::vec(messages(), 1..4),
+        same_timestamp in any::<bool>(),
+        skip in 0usize..3,
+    ) {
+        // Each append a 0.9 send as the server stores it, with the checksums it kept.
+        let mut chunks = Vec::new();
+        let mut sums = Vec::new();
+        let mut offset = 0;
+        for (i, messages) in appends.iter().enumerate() {
+            let body = batch::encode_send(
+                &Identifier::Numeric(1),
+                &Identifier::Numeric(1),
+                &Partitioning::Balanced,
+                messages,
+            );
+            let mut stored = batch::decode_send(&body).unwrap().batch;
+            // Appends in the same microsecond merge into one reply batch.
+            let timestamp = if same_timestamp { 5 } else { 5 + i as u64 };
+            let kept = stored.frame_checksums().cloned();
+            prop_assert!(kept.is_some(), "ids are never 0 here");
+            offset = stored.stamp(offset, timestamp, || 0) + 1;
+            chunks.push(stored.as_bytes().to_vec());
+            sums.push(kept);
+        }
+        // A poll may start inside the first append.
+        let skip = skip.min(appends[0].len() - 1);
+        let at = MessageBatch::from_messages(&appends[0][..skip]).size();
+        chunks[0].drain(..at);
+        let chunks: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+        let known: Vec<Option<&[u64]>> = sums.iter().map(|sum| sum.as_deref()).collect();
+        let head = [0u8; 16];
+        prop_assert_eq!(
+            batch::polled_pieces_known(&head, &chunks, &known).unwrap(),
+            batch::polled_pieces(&head, &chunks).unwrap()
+        );
+    }
+
+    #[test]
     fn client_replies_never_panic(
         code in prop::sample::select(vec![
             1u32, 10, 31, 32, 33, 40, 45, 39, 100, 101, 121, 200, 201, 202, 300, 301, 302, 606,

@@ -18,6 +18,7 @@ use crate::codec::{Decode, Encode, Reader};
 use crate::error::{DecodeError, ErrorCode};
 use crate::primitives::{Identifier, Partitioning};
 use bytes::{BufMut, Bytes, BytesMut};
+use std::sync::Arc;
 
 const INDEX_ENTRY_SIZE: usize = 16;
 
@@ -46,11 +47,26 @@ impl OutgoingMessage {
 }
 
 /// Validated messages stored back to back, with their count.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct MessageBatch {
     count: u32,
     bytes: BytesMut,
+    /// Set only for a batch that arrived as a 0.9 send: its frames' checksums, which are
+    /// exactly what a 0.9 poll returning this batch whole sends (see
+    /// [`MessageBatch::with_frame_checksums`]). Kept beside the cached batch so that such a
+    /// poll does not hash every byte again. Anything that rewrites the messages drops them.
+    frame_checksums: Option<Arc<[u64]>>,
 }
+
+/// Two batches are equal when they hold the same messages; the 0.9 frame checksums are
+/// derived from the messages and left out.
+impl PartialEq for MessageBatch {
+    fn eq(&self, other: &Self) -> bool {
+        self.count == other.count && self.bytes == other.bytes
+    }
+}
+
+impl Eq for MessageBatch {}
 
 impl MessageBatch {
     /// Serialises messages (the client side), each header with zeroed server fields.
@@ -72,6 +88,7 @@ impl MessageBatch {
         MessageBatch {
             count: messages.len() as u32,
             bytes,
+            frame_checksums: None,
         }
     }
 
@@ -83,7 +100,28 @@ impl MessageBatch {
             message?;
             count += 1;
         }
-        Ok(MessageBatch { count, bytes })
+        Ok(MessageBatch {
+            count,
+            bytes,
+            frame_checksums: None,
+        })
+    }
+
+    /// Attaches the checksums of the 0.9 frames this batch arrived as, one per message. The
+    /// caller vouches that each is XXH3 of the frame a 0.9 poll builds for that message when
+    /// the poll's batch is exactly this batch: ids as stored (none 0), offset delta `i`,
+    /// timestamp delta from the batch's smallest origin timestamp (`v09::batch::decode_send`
+    /// checks this). Ignored when the count does not match.
+    pub fn with_frame_checksums(mut self, checksums: Vec<u64>) -> Self {
+        if checksums.len() == self.count as usize {
+            self.frame_checksums = Some(checksums.into());
+        }
+        self
+    }
+
+    /// The 0.9 frame checksums attached by [`MessageBatch::with_frame_checksums`].
+    pub fn frame_checksums(&self) -> Option<&Arc<[u64]>> {
+        self.frame_checksums.as_ref()
     }
 
     pub fn count(&self) -> u32 {
@@ -107,6 +145,11 @@ impl MessageBatch {
         self.bytes
     }
 
+    /// The messages and the 0.9 frame checksums, if any.
+    pub fn into_parts(self) -> (BytesMut, Option<Arc<[u64]>>) {
+        (self.bytes, self.frame_checksums)
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = MessageView<'_>> {
         // The bytes were validated on construction, so every item is Ok.
         MessageIter::new(&self.bytes).map(|message| message.expect("batch was validated"))
@@ -122,7 +165,11 @@ impl MessageBatch {
                 count += 1;
             }
         }
-        MessageBatch { count, bytes }
+        MessageBatch {
+            count,
+            bytes,
+            frame_checksums: None,
+        }
     }
 
     /// Assigns consecutive offsets from `first_offset`, one timestamp, ids to messages sent with
@@ -136,6 +183,7 @@ impl MessageBatch {
     ) -> u64 {
         let mut position = 0;
         let mut offset = first_offset;
+        let mut ids_assigned = false;
         for _ in 0..self.count {
             let size = MessageView::parse(&self.bytes[position..])
                 .expect("batch was validated")
@@ -144,10 +192,17 @@ impl MessageBatch {
                 &mut self.bytes[position..position + size],
                 offset,
                 timestamp,
-                &mut new_id,
+                || {
+                    ids_assigned = true;
+                    new_id()
+                },
             );
             position += size;
             offset += 1;
+        }
+        if ids_assigned {
+            // A 0.9 frame checksum covers the id.
+            self.frame_checksums = None;
         }
         offset.saturating_sub(1)
     }
@@ -185,6 +240,7 @@ impl MessageBatch {
         Ok(MessageBatch {
             count,
             bytes: messages,
+            frame_checksums: None,
         })
     }
 

@@ -223,7 +223,7 @@ pub(super) async fn run_relayed(
             base_offset,
         },
         Response::Bytes(bytes) => Relayed::Bytes(bytes),
-        Response::Polled { header, chunks } => {
+        Response::Polled { header, chunks, .. } => {
             let mut messages = Vec::with_capacity(chunks.iter().map(bytes::Bytes::len).sum());
             for chunk in &chunks {
                 messages.extend_from_slice(chunk);

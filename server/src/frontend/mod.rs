@@ -311,6 +311,7 @@ impl ResponseFrame {
             Response::Polled {
                 header: poll_header,
                 chunks,
+                ..
             } => {
                 let mut first = Vec::with_capacity(8 + poll_header.len());
                 first.extend_from_slice(&header);
@@ -410,7 +411,7 @@ pub async fn run(
                 metrics.messages_in.add(u64::from(count));
                 metrics.messages_in_bytes.add(size as u64);
             }
-            if let Response::Polled { header, chunks } = response {
+            if let Response::Polled { header, chunks, .. } = response {
                 // Poll header: partition id u32, current offset u64, message count u32.
                 let count = u32::from_le_bytes(header[12..16].try_into().expect("4 bytes"));
                 metrics.messages_out.add(u64::from(count));

@@ -19,6 +19,7 @@ use rill_core::v09::header::{
 use rill_core::v09::requests::{self, Credentials, LoginRefusal, V09Request};
 use rill_core::v09::{batch, options, responses};
 use rill_core::{Decode, ErrorCode, Request};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -318,15 +319,17 @@ async fn execute(
         }
     };
     match result {
-        Ok(Response::Polled { header, chunks }) => {
-            match polled_reply(request, session, &header, chunks) {
-                Ok(reply) => reply,
-                Err(error) => {
-                    tracing::warn!(client_id = session.client_id, code, %error, "cannot write a 0.9 poll reply");
-                    Reply::status(request, session, ErrorCode::Error)
-                }
+        Ok(Response::Polled {
+            header,
+            chunks,
+            frame_checksums,
+        }) => match polled_reply(request, session, &header, chunks, &frame_checksums) {
+            Ok(reply) => reply,
+            Err(error) => {
+                tracing::warn!(client_id = session.client_id, code, %error, "cannot write a 0.9 poll reply");
+                Reply::status(request, session, ErrorCode::Error)
             }
-        }
+        },
         Ok(response) => match reply_body(code, response) {
             Ok(payload) => {
                 let mut body = Vec::with_capacity(4 + payload.len());
@@ -363,7 +366,7 @@ fn reply_body(code: u32, response: Response) -> Result<Vec<u8>, rill_core::Decod
         )),
         Response::Bytes(bytes) => responses::translate(code, &bytes),
         // Written by `polled_reply`, without a copy of the messages.
-        Response::Polled { header, chunks } => {
+        Response::Polled { header, chunks, .. } => {
             let stored = chunks.concat();
             batch::encode_polled(&header, &stored)
         }
@@ -372,15 +375,18 @@ fn reply_body(code: u32, response: Response) -> Result<Vec<u8>, rill_core::Decod
 
 /// A poll's 0.9 reply as one vectored write: the reply header and the new bytes (poll head,
 /// batch and frame headers) around the stored payloads and user headers, which go out from
-/// the buffers storage returned, as 0.8 replies do.
+/// the buffers storage returned, as 0.8 replies do. Chunks that are whole batches sent over
+/// 0.9 come with their frames' checksums, which are sent back instead of hashed again.
 fn polled_reply(
     request: &RequestHeader,
     session: &Session,
     poll_head: &[u8; 16],
     chunks: Vec<Bytes>,
+    frame_checksums: &[Option<Arc<[u64]>>],
 ) -> Result<Reply, rill_core::DecodeError> {
     let slices: Vec<&[u8]> = chunks.iter().map(|chunk| &chunk[..]).collect();
-    let (planned, chunks) = match batch::polled_pieces(poll_head, &slices) {
+    let known: Vec<Option<&[u64]>> = frame_checksums.iter().map(Option::as_deref).collect();
+    let (planned, chunks) = match batch::polled_pieces_known(poll_head, &slices, &known) {
         Ok(planned) => (planned, chunks),
         // Buffers cut inside a message (not how storage slices them): join them.
         Err(_) => {

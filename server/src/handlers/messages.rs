@@ -135,6 +135,7 @@ pub async fn poll(
                         return Ok(Response::Polled {
                             header: encode_poll_header(0, 0, 0),
                             chunks: Vec::new(),
+                            frame_checksums: Vec::new(),
                         });
                     }
                 },
@@ -161,6 +162,7 @@ pub async fn poll(
     Ok(Response::Polled {
         header: encode_poll_header(polled.partition_id, polled.current_offset, polled.count),
         chunks: polled.chunks,
+        frame_checksums: polled.frame_checksums,
     })
 }
 
@@ -174,6 +176,7 @@ fn empty_poll(shard: &Shard, stream_id: u32, topic_id: u32, partition_id: u32) -
     Response::Polled {
         header: encode_poll_header(partition_id, current_offset, 0),
         chunks: Vec::new(),
+        frame_checksums: Vec::new(),
     }
 }
 

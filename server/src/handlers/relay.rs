@@ -86,6 +86,7 @@ pub async fn relay(
         Relayed::Polled { header, messages } => Response::Polled {
             header,
             chunks: vec![messages],
+            frame_checksums: Vec::new(),
         },
     })
 }

@@ -2,6 +2,7 @@
 
 use bytes::Bytes;
 use rill_core::{Encode, ErrorCode};
+use std::sync::Arc;
 
 /// What goes back in the response frame's payload.
 pub enum Response {
@@ -14,10 +15,13 @@ pub enum Response {
         base_offset: u64,
     },
     Bytes(Vec<u8>),
-    /// A poll: the 16-byte header, then stored message bytes as they are.
+    /// A poll: the 16-byte header, then stored message bytes as they are. Beside the chunks,
+    /// the 0.9 frame checksums of those that are whole batches sent over 0.9 (empty or one
+    /// entry per chunk), which only a 0.9 reply uses.
     Polled {
         header: [u8; 16],
         chunks: Vec<Bytes>,
+        frame_checksums: Vec<Option<Arc<[u64]>>>,
     },
 }
 
@@ -30,7 +34,7 @@ impl Response {
         match self {
             Response::Empty | Response::Sent { .. } => 0,
             Response::Bytes(bytes) => bytes.len(),
-            Response::Polled { header, chunks } => {
+            Response::Polled { header, chunks, .. } => {
                 header.len() + chunks.iter().map(Bytes::len).sum::<usize>()
             }
         }

@@ -9,6 +9,7 @@ use rill_core::ErrorCode;
 use rill_core::message::MessageBatch;
 use rill_core::primitives::PollingStrategy;
 use rill_core::requests::Request;
+use std::sync::Arc;
 
 /// Who a stored offset belongs to. Plain consumers named by string are hashed to a u32 with
 /// xxHash32, as upstream does, so both forms name the same offset.
@@ -39,6 +40,9 @@ pub struct Polled {
     /// The offset of the last message handed out, when there is one.
     pub last_offset: Option<u64>,
     pub chunks: Vec<Bytes>,
+    /// Beside each chunk, the 0.9 frame checksums a 0.9 poll may send back for it
+    /// (`ReadOutcome::frame_checksums`); empty when there are none.
+    pub frame_checksums: Vec<Option<Arc<[u64]>>>,
 }
 
 /// A consumer's stored offset with the partition's current offset beside it.

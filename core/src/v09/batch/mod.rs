@@ -13,14 +13,14 @@
 //! ```
 
 use super::{u32_at, u64_at};
-use crate::codec::{Decode, Reader};
+use crate::codec::{Decode, Encode, Reader};
 use crate::error::{DecodeError, ErrorCode};
 use crate::hash::xxh3_64;
 use crate::message::{HEADER_SIZE as V08_HEADER_SIZE, MAX_PAYLOAD_BYTES, MessageView};
-use crate::message::{MessageBatch, OutgoingMessage, SendMessages};
+use crate::message::{MessageBatch, MessageHeader, OutgoingMessage, SendMessages};
 use crate::primitives::user_headers::MAX_USER_HEADERS_BYTES;
 use crate::primitives::{Identifier, Partitioning};
-use bytes::{BufMut, Bytes};
+use bytes::{BufMut, BytesMut};
 
 mod polled;
 pub use polled::*;
@@ -48,6 +48,7 @@ fn batch_checksum(header: &[u8], frame_checksums: impl Iterator<Item = u64>) -> 
 struct Frame<'a> {
     checksum: u64,
     id: u128,
+    offset_delta: u32,
     timestamp_delta: u32,
     payload: &'a [u8],
     user_headers: &'a [u8],
@@ -57,7 +58,7 @@ fn parse_frame<'a>(reader: &mut Reader<'a>) -> Result<(Frame<'a>, &'a [u8]), Dec
     let start = reader.unread();
     let checksum = reader.u64("message checksum")?;
     let id = reader.u128("message id")?;
-    let _offset_delta = reader.u32("offset delta")?;
+    let offset_delta = reader.u32("offset delta")?;
     let timestamp_delta = reader.u32("timestamp delta")?;
     let user_headers_len = reader.u32("user headers length")? as usize;
     let payload_len = reader.u32("payload length")? as usize;
@@ -83,6 +84,7 @@ fn parse_frame<'a>(reader: &mut Reader<'a>) -> Result<(Frame<'a>, &'a [u8]), Dec
         Frame {
             checksum,
             id,
+            offset_delta,
             timestamp_delta,
             payload,
             user_headers,
@@ -126,9 +128,17 @@ pub fn decode_send(body: &[u8]) -> Result<SendMessages, DecodeError> {
     }
     let origin_timestamp = u64_at(header, 24);
     let mut reader = Reader::new(frames);
-    let mut messages = Vec::with_capacity(count as usize);
+    // Storage's messages, written straight from the frames: each 48-byte frame header
+    // becomes a 64-byte message header, the payload and user headers follow unchanged.
+    let mut stored = BytesMut::with_capacity(
+        frames.len() + count as usize * (V08_HEADER_SIZE - FRAME_HEADER_SIZE),
+    );
     let mut checksums = Vec::with_capacity(count as usize);
-    for _ in 0..count {
+    // Whether every frame is what a poll of this batch, whole, would build again (protocol
+    // 6.3): then its checksum can be sent back as it is instead of hashed once more.
+    let mut as_polled = true;
+    let mut smallest_delta = u32::MAX;
+    for index in 0..count {
         let (frame, whole) = parse_frame(&mut reader)?;
         if xxh3_64(&whole[8..]) != frame.checksum {
             return Err(DecodeError::new(
@@ -137,27 +147,38 @@ pub fn decode_send(body: &[u8]) -> Result<SendMessages, DecodeError> {
             ));
         }
         checksums.push(frame.checksum);
-        messages.push(OutgoingMessage {
+        as_polled &= frame.id != 0 && frame.offset_delta == index;
+        smallest_delta = smallest_delta.min(frame.timestamp_delta);
+        MessageHeader {
             id: frame.id,
             origin_timestamp: origin_timestamp.saturating_add(u64::from(frame.timestamp_delta)),
-            payload: Bytes::copy_from_slice(frame.payload),
-            user_headers: Bytes::copy_from_slice(frame.user_headers),
-        });
+            user_headers_length: frame.user_headers.len() as u32,
+            payload_length: frame.payload.len() as u32,
+            ..MessageHeader::default()
+        }
+        .encode(&mut stored);
+        stored.put_slice(frame.payload);
+        stored.put_slice(frame.user_headers);
     }
     if !reader.is_empty() {
         return Err(DecodeError::invalid("bytes after the last message"));
     }
-    if batch_checksum(header, checksums.into_iter()) != u64_at(header, BATCH_CHECKSUM) {
+    if batch_checksum(header, checksums.iter().copied()) != u64_at(header, BATCH_CHECKSUM) {
         return Err(DecodeError::new(
             ErrorCode::InvalidBatchChecksum,
             "batch checksum",
         ));
     }
+    let mut batch = MessageBatch::from_stored(stored)?;
+    // A poll's deltas count from the smallest origin timestamp; so must the client's.
+    if as_polled && smallest_delta == 0 {
+        batch = batch.with_frame_checksums(checksums);
+    }
     Ok(SendMessages {
         stream_id,
         topic_id,
         partitioning,
-        batch: MessageBatch::from_messages(&messages),
+        batch,
     })
 }
 
@@ -217,7 +238,6 @@ fn encode_send_frames<'a, I: Iterator<Item = (u128, u64, &'a [u8], &'a [u8])>>(
     messages: impl Fn() -> I,
     out: &mut Vec<u8>,
 ) -> Result<(), DecodeError> {
-    use crate::codec::Encode;
     let (mut count, mut low, mut high) = (0u32, u64::MAX, 0u64);
     for (_, origin, _, _) in messages() {
         count += 1;

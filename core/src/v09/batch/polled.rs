@@ -82,9 +82,25 @@ struct StoredMessage<'a> {
 /// Plans a 0.9 poll reply over stored messages (see [`encode_polled`] for how messages are
 /// grouped into batches), computing every frame and batch checksum from the stored bytes.
 pub fn polled_pieces(poll_head: &[u8; 16], chunks: &[&[u8]]) -> Result<PolledPieces, DecodeError> {
+    polled_pieces_known(poll_head, chunks, &[])
+}
+
+/// [`polled_pieces`] where some chunks are whole batches that arrived as 0.9 sends:
+/// `frame_checksums[c]`, when present, holds chunk `c`'s frame checksums as its sender
+/// computed them (`MessageBatch::frame_checksums`). They are used, instead of hashing the
+/// messages again, for a reply batch that is exactly that chunk, the one case where the frames
+/// are the same; any other grouping (a poll starting inside the chunk, or two chunks merged)
+/// hashes as usual. Missing entries count as None.
+pub fn polled_pieces_known(
+    poll_head: &[u8; 16],
+    chunks: &[&[u8]],
+    frame_checksums: &[Option<&[u64]>],
+) -> Result<PolledPieces, DecodeError> {
     let mut messages = Vec::new();
+    let mut chunk_counts = Vec::with_capacity(chunks.len());
     for (chunk, bytes) in chunks.iter().enumerate() {
         let mut position = 0;
+        let before = messages.len();
         while position < bytes.len() {
             let view = MessageView::parse(&bytes[position..])?;
             messages.push(StoredMessage {
@@ -94,7 +110,18 @@ pub fn polled_pieces(poll_head: &[u8; 16], chunks: &[&[u8]]) -> Result<PolledPie
             });
             position += view.size();
         }
+        chunk_counts.push(messages.len() - before);
     }
+    // The sender's checksums of the chunk `batch` is exactly, if it has them.
+    let known = |batch: &[StoredMessage]| -> Option<&[u64]> {
+        let first = batch.first()?;
+        let sums = frame_checksums.get(first.chunk).copied().flatten()?;
+        let whole = first.body_at == V08_HEADER_SIZE
+            && chunk_counts[first.chunk] == batch.len()
+            && sums.len() == batch.len()
+            && batch.iter().all(|message| message.chunk == first.chunk);
+        whole.then_some(sums)
+    };
     let mut batches = Vec::new();
     let mut rest = messages.as_slice();
     while let Some(first) = rest.first().map(|message| message.view) {
@@ -132,11 +159,12 @@ pub fn polled_pieces(poll_head: &[u8; 16], chunks: &[&[u8]]) -> Result<PolledPie
     let mut frame_bytes = Vec::new();
     for (batch, min_origin) in batches {
         let first = batch[0].view;
+        let sent = known(batch);
         let header_at = heads.len();
         heads.resize(header_at + BATCH_HEADER_SIZE, 0);
         let mut checksums = Vec::with_capacity(batch.len());
         let mut batch_length = BATCH_HEADER_SIZE;
-        for message in batch {
+        for (i, message) in batch.iter().enumerate() {
             let view = message.view;
             let body = &chunks[message.chunk]
                 [message.body_at..message.body_at + view.size() - V08_HEADER_SIZE];
@@ -148,11 +176,16 @@ pub fn polled_pieces(poll_head: &[u8; 16], chunks: &[&[u8]]) -> Result<PolledPie
             heads.put_u32_le(view.user_headers().len() as u32);
             heads.put_u32_le(view.payload().len() as u32);
             heads.put_u64_le(0);
-            // The frame checksum covers its header after the checksum, then the body.
-            frame_bytes.clear();
-            frame_bytes.extend_from_slice(&heads[start + 8..]);
-            frame_bytes.extend_from_slice(body);
-            let checksum = xxh3_64(&frame_bytes);
+            let checksum = match sent {
+                Some(sums) => sums[i],
+                None => {
+                    // The frame checksum covers its header after the checksum, then the body.
+                    frame_bytes.clear();
+                    frame_bytes.extend_from_slice(&heads[start + 8..]);
+                    frame_bytes.extend_from_slice(body);
+                    xxh3_64(&frame_bytes)
+                }
+            };
             heads[start..start + 8].copy_from_slice(&checksum.to_le_bytes());
             checksums.push(checksum);
             batch_length += FRAME_HEADER_SIZE + body.len();

@@ -1,5 +1,5 @@
 use super::*;
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 
 fn message(id: u128, origin: u64, payload: &str, headers: &[u8]) -> OutgoingMessage {
     OutgoingMessage {
@@ -159,4 +159,89 @@ fn polled_messages_become_batches_with_identical_values() {
     // A message cut between two buffers is refused (the caller joins them).
     let (left, right) = stored.split_at(70);
     assert!(encode_polled_chunks(&head, &[left, right]).is_err());
+}
+
+/// A send body whose frames are given as (id, offset delta, timestamp delta), against a batch
+/// origin timestamp of 1000; every checksum right.
+fn send_with_frames(frames: &[(u128, u32, u32)]) -> Vec<u8> {
+    let messages: Vec<OutgoingMessage> = frames
+        .iter()
+        .map(|&(id, _, delta)| message(id, 1000 + u64::from(delta), "body", b""))
+        .collect();
+    // The routing metadata as encode_send writes it, then the hand-built batch.
+    let mut body = encode_send(
+        &Identifier::Numeric(1),
+        &Identifier::Numeric(1),
+        &Partitioning::Balanced,
+        &messages,
+    );
+    let metadata = 4 + u32_at(&body, 0) as usize;
+    body.truncate(metadata);
+    let payload = b"body";
+    let frames = frames
+        .iter()
+        .map(|&(id, offset_delta, delta)| (id, offset_delta, delta, &payload[..], &b""[..]));
+    write_batch(&mut body, [0, 0, 0], 1000, frames);
+    body
+}
+
+#[test]
+fn a_send_keeps_its_frame_checksums_only_when_a_poll_would_build_the_same_frames() {
+    let sums = |frames: &[(u128, u32, u32)]| {
+        decode_send(&send_with_frames(frames))
+            .unwrap()
+            .batch
+            .frame_checksums()
+            .cloned()
+    };
+    let kept = sums(&[(1, 0, 0), (2, 1, 5)]).expect("kept");
+    let body = send_with_frames(&[(1, 0, 0), (2, 1, 5)]);
+    let frame_sum = |at: usize| u64_at(&body, at);
+    let first = 4 + u32_at(&body, 0) as usize + BATCH_HEADER_SIZE;
+    assert_eq!(
+        &kept[..],
+        [frame_sum(first), frame_sum(first + FRAME_HEADER_SIZE + 4)]
+    );
+    // The server assigns ids to id 0: the frame it polls is not the one sent.
+    assert_eq!(sums(&[(1, 0, 0), (0, 1, 5)]), None);
+    // Offset deltas other than 0, 1, 2...
+    assert_eq!(sums(&[(1, 0, 0), (2, 7, 5)]), None);
+    // Timestamp deltas not counted from the smallest origin timestamp.
+    assert_eq!(sums(&[(1, 0, 3), (2, 1, 5)]), None);
+}
+
+#[test]
+fn a_poll_of_a_whole_sent_batch_sends_its_checksums_back() {
+    let body = send_with_frames(&[(1, 0, 0), (2, 1, 5), (3, 2, 9)]);
+    let mut batch = decode_send(&body).unwrap().batch;
+    let sums = batch.frame_checksums().cloned().unwrap();
+    batch.stamp(40, 7_000, || 0);
+    let stored = batch.as_bytes();
+    let mut head = [0u8; 16];
+    head[12..16].copy_from_slice(&3u32.to_le_bytes());
+    let computed = polled_pieces(&head, &[stored]).unwrap();
+    let reused = polled_pieces_known(&head, &[stored], &[Some(&sums)]).unwrap();
+    assert_eq!(reused, computed);
+    // They are taken as they are (so the hashing is skipped): bogus ones show up in the reply.
+    let bogus = [7u64, 8, 9];
+    let planned = polled_pieces_known(&head, &[stored], &[Some(&bogus)]).unwrap();
+    let reply = encode(&planned, &[stored]);
+    let first_frame = 16 + BATCH_HEADER_SIZE;
+    assert_eq!(u64_at(&reply, first_frame), 7);
+    assert!(decode_polled(&reply).is_err());
+    // A poll from the second message builds other frames: the checksums are not used.
+    let second = MessageView::parse(stored).unwrap().size();
+    let tail = &stored[second..];
+    assert_eq!(
+        polled_pieces_known(&head, &[tail], &[Some(&bogus)]).unwrap(),
+        polled_pieces(&head, &[tail]).unwrap()
+    );
+}
+
+fn encode(planned: &PolledPieces, chunks: &[&[u8]]) -> Vec<u8> {
+    planned
+        .pieces
+        .iter()
+        .flat_map(|piece| planned.bytes(piece, chunks).to_vec())
+        .collect()
 }

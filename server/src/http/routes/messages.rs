@@ -58,7 +58,7 @@ pub async fn poll(call: &Call<'_>, stream: &str, topic: &str) -> Result<Reply, R
         count: query_number(&query, "count")?.unwrap_or(10),
         auto_commit,
     };
-    let Response::Polled { header, chunks } = call.run(request).await? else {
+    let Response::Polled { header, chunks, .. } = call.run(request).await? else {
         return Err(Reply::error(ErrorCode::Error));
     };
     // The poll header: partition id u32, current offset u64, count u32.

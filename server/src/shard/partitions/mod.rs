@@ -571,12 +571,16 @@ impl LocalPartition {
         polled.count = read.count;
         polled.last_offset = (read.count > 0).then_some(read.last_offset);
         polled.chunks = match &self.cipher {
+            // Decrypted into a new buffer: the checksums kept were over the stored bytes.
             Some(cipher) if read.count > 0 => vec![
                 cipher
                     .open(&read.bytes)
                     .map_err(|error| self.decrypt_error(error))?,
             ],
-            _ => read.bytes,
+            _ => {
+                polled.frame_checksums = read.frame_checksums;
+                read.bytes
+            }
         };
         if auto_commit
             && read.count > 0

@@ -151,7 +151,7 @@ pub(super) fn accept(
         Stamping::Kept => 0,
     };
     let mut timestamp = state.last_timestamp;
-    let mut bytes = batch.into_bytes();
+    let (mut bytes, mut frame_checksums) = batch.into_parts();
     let pool = &inner.pool;
     let State {
         segments,
@@ -215,7 +215,11 @@ pub(super) fn accept(
         let message_bytes = &mut bytes[position..position + message_size];
         if kept.is_none() {
             timestamp = fresh_timestamp;
-            stamp(message_bytes, offset, timestamp, random_message_id);
+            stamp(message_bytes, offset, timestamp, || {
+                // A 0.9 frame checksum covers the id.
+                frame_checksums = None;
+                random_message_id()
+            });
         }
         // Copying each message right after stamping it reads it from L1, not from memory.
         stage(
@@ -262,6 +266,7 @@ pub(super) fn accept(
             position: base_position,
             bytes,
             cached: None,
+            frame_checksums,
         });
     }
     state.next_offset = offset;

@@ -3,6 +3,7 @@
 
 use crate::storage::index::INDEX_ENTRY_SIZE;
 use bytes::Bytes;
+use std::sync::Arc;
 
 /// Offsets assigned to an accepted batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +22,10 @@ pub struct ReadOutcome {
     pub count: u32,
     /// The messages, split where they come from different buffers or files.
     pub bytes: Vec<Bytes>,
+    /// One entry per piece of `bytes`: the 0.9 frame checksums of its messages when the piece
+    /// is a whole batch that arrived as a 0.9 send and is still in memory (see
+    /// `MessageBatch::frame_checksums`), so that a 0.9 poll need not hash it again.
+    pub frame_checksums: Vec<Option<Arc<[u64]>>>,
 }
 
 impl ReadOutcome {
@@ -48,6 +53,7 @@ impl ReadOutcome {
             last_offset: offset,
             count: 0,
             bytes: Vec::new(),
+            frame_checksums: Vec::new(),
         }
     }
 }

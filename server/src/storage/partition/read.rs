@@ -15,6 +15,7 @@ use bytes::Bytes;
 use rill_core::message::{HEADER_SIZE, MessageIter, MessageView};
 use std::path::Path;
 use std::rc::Rc;
+use std::sync::Arc;
 
 impl Partition {
     /// Up to `max_count` messages from `start_offset` (or from the first stored message when
@@ -52,12 +53,17 @@ impl Partition {
             let mut broken = false;
             let hits = pieces
                 .iter()
-                .filter(|piece| matches!(piece, ReadPiece::Memory(_)))
+                .filter(|piece| matches!(piece, ReadPiece::Memory { .. }))
                 .count() as u64;
             inner.cache.record_read(hits, pieces.len() as u64 - hits);
             for piece in pieces {
+                let mut frame_checksums = None;
                 let (first_offset, bytes, checked) = match piece {
-                    ReadPiece::Memory(bytes) => {
+                    ReadPiece::Memory {
+                        bytes,
+                        frame_checksums: sums,
+                    } => {
+                        frame_checksums = sums;
                         let first = MessageView::parse(&bytes)
                             .map(|message| message.offset())
                             .unwrap_or_default();
@@ -110,6 +116,7 @@ impl Partition {
                     Some(mismatch) if total == 0 && checked.good == 0 => return Err(mismatch),
                     Some(_) => {
                         broken = true;
+                        frame_checksums = None;
                         bytes.slice(..checked.good)
                     }
                 };
@@ -128,6 +135,7 @@ impl Partition {
                 remaining -= count;
                 budget = budget.saturating_sub(bytes.len() as u64);
                 outcome.bytes.push(bytes);
+                outcome.frame_checksums.push(frame_checksums);
                 if broken {
                     break;
                 }
@@ -188,7 +196,11 @@ impl Partition {
 /// A part of a read: bytes already in memory, a known byte range of a log, or a range of
 /// messages of a sealed segment whose index must be read from disk first.
 pub(super) enum ReadPiece {
-    Memory(Bytes),
+    /// With the entry's 0.9 frame checksums when the piece is the whole entry.
+    Memory {
+        bytes: Bytes,
+        frame_checksums: Option<Arc<[u64]>>,
+    },
     Disk {
         files: Rc<SegmentFiles>,
         start: u64,
@@ -317,9 +329,13 @@ pub(super) fn journal_pieces(
             break;
         }
         let slice_end = to.min(entry_end);
-        pieces.push(ReadPiece::Memory(entry.bytes.slice(
-            (covered - entry.position) as usize..(slice_end - entry.position) as usize,
-        )));
+        let whole = covered == entry.position && slice_end == entry_end;
+        pieces.push(ReadPiece::Memory {
+            bytes: entry
+                .bytes
+                .slice((covered - entry.position) as usize..(slice_end - entry.position) as usize),
+            frame_checksums: entry.frame_checksums.clone().filter(|_| whole),
+        });
         covered = slice_end;
     }
     if covered != to {

@@ -14,6 +14,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::rc::{Rc, Weak};
+use std::sync::Arc;
 
 /// One segment's bookkeeping. Counts and lengths only grow while the segment is active.
 pub(super) struct Segment {
@@ -79,6 +80,9 @@ pub(super) struct JournalEntry {
     pub(super) position: u64,
     pub(super) bytes: Bytes,
     pub(super) cached: Option<Charge>,
+    /// The 0.9 frame checksums the batch arrived with (`MessageBatch::frame_checksums`),
+    /// handed to a read that returns the entry whole.
+    pub(super) frame_checksums: Option<Arc<[u64]>>,
 }
 
 impl JournalEntry {

@@ -250,3 +250,46 @@ fn reads_are_limited_in_bytes_but_return_at_least_one_message() {
         partition.close().await.unwrap();
     });
 }
+
+/// A batch that arrived as a 0.9 send keeps its frame checksums beside it in memory; a read
+/// hands them out only with the whole batch, and never for messages whose ids it assigned.
+#[test]
+fn a_whole_batch_read_from_memory_comes_with_its_frame_checksums() {
+    let temp = tempfile::tempdir().unwrap();
+    run(async {
+        let pool = Rc::new(BufferPool::new().with_read_cache_bytes(64 << 20));
+        let partition = Partition::create(dir_in(&temp), config(AckMode::Written), pool)
+            .await
+            .unwrap();
+        // This batch carries every id; `batch` leaves even-numbered ones to the server.
+        let with_ids = |first: u64| {
+            let messages: Vec<_> = (first..first + 3)
+                .map(|n| rill_core::message::OutgoingMessage {
+                    id: u128::from(n) + 1,
+                    origin_timestamp: n,
+                    payload: bytes::Bytes::from(payload(n, 100)),
+                    user_headers: bytes::Bytes::new(),
+                })
+                .collect();
+            rill_core::message::MessageBatch::from_messages(&messages)
+        };
+        let sums = vec![11u64, 12, 13];
+        partition
+            .append(with_ids(0).with_frame_checksums(sums.clone()), 1_000)
+            .await
+            .unwrap();
+        partition
+            .append(batch(3, 3, 100).with_frame_checksums(sums.clone()), 2_000)
+            .await
+            .unwrap();
+        let whole = partition.read(0, 3).await.unwrap();
+        assert_eq!(whole.frame_checksums.len(), whole.bytes.len());
+        assert_eq!(whole.frame_checksums[0].as_deref(), Some(&sums[..]));
+        let part = partition.read(1, 2).await.unwrap();
+        assert_eq!(part.frame_checksums, vec![None]);
+        // Message 4 was sent with id 0: the frames a poll builds are not the ones sent.
+        let assigned = partition.read(3, 3).await.unwrap();
+        assert_eq!(assigned.frame_checksums, vec![None]);
+        assert_messages(&assigned, 3, 3, 100);
+    });
+}
