@@ -41,21 +41,23 @@ fi
 
 failed=()
 total=0
-# fuzz_crate DIR TARGET...: builds DIR's targets, then fuzzes each for $seconds.
+# fuzz_crate DIR PROFILE TARGET...: builds DIR's targets in PROFILE (release or dev), then
+# fuzzes each for $seconds.
 fuzz_crate() {
     local dir="$1"
-    shift
+    local profile=(--"$2")
+    shift 2
     (
         cd "$dir"
-        echo "==> building fuzz targets in $dir"
-        cargo "${toolchain[@]}" fuzz build "${sanitizer[@]}"
+        echo "==> building fuzz targets in $dir (${profile[*]})"
+        cargo "${toolchain[@]}" fuzz build "${profile[@]}" "${sanitizer[@]}"
     ) || { failed+=("$dir (build)"); return; }
     for target in "$@"; do
         total=$((total + 1))
         mkdir -p "$dir/corpus/$target"
         log="$(mktemp)"
         echo "==> fuzzing $dir $target for ${seconds}s"
-        if (cd "$dir" && cargo "${toolchain[@]}" fuzz run "${sanitizer[@]}" "$target" \
+        if (cd "$dir" && cargo "${toolchain[@]}" fuzz run "${profile[@]}" "${sanitizer[@]}" "$target" \
             "corpus/$target" "seeds/$target" -- \
             -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048) >"$log" 2>&1; then
             grep -E '^Done [0-9]+ runs' "$log" | tail -n 1 || true
@@ -68,8 +70,14 @@ fuzz_crate() {
     done
 }
 
-fuzz_crate core/fuzz request_decoder message_batch responses frames v09
-fuzz_crate server/fuzz metadata_log websocket_frames http_bodies
+# The wire decoders build in release mode (few dependencies, and optimised code runs several
+# times more inputs in the same seconds). The server's targets pull in the whole server and its
+# dependency tree (TLS, QUIC, Raft...), which cargo-fuzz's release mode builds as one codegen
+# unit with sanitizer coverage: about 10 minutes of a cold CI run on two cores. Their dev
+# profile (opt-level 1, server/fuzz/Cargo.toml) builds in about 7 for a bounded run of 20
+# seconds per target.
+fuzz_crate core/fuzz release request_decoder message_batch responses frames v09
+fuzz_crate server/fuzz dev metadata_log websocket_frames http_bodies
 
 if ((${#failed[@]})); then
     echo "fuzzing found crashes in: ${failed[*]}" >&2
