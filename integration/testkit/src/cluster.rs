@@ -1,6 +1,7 @@
 //! [`TestCluster`]: several `iggy-server` processes forming one cluster on loopback ports, each
 //! with its own data directory, started from the roster in `IGGY_CLUSTER_*` variables.
 
+use crate::links::ReplicaLinks;
 use crate::server::{ServerOptions, TestServer};
 use crate::{free_port, slots};
 use std::net::SocketAddr;
@@ -20,6 +21,8 @@ pub struct NodePorts {
 pub struct TestCluster {
     pub nodes: Vec<TestServer>,
     pub ports: Vec<NodePorts>,
+    /// With [`TestCluster::start_with_links`]: the proxies the nodes reach each other through.
+    pub links: Option<ReplicaLinks>,
     _slots: Vec<slots::Slot>,
 }
 
@@ -27,6 +30,16 @@ impl TestCluster {
     /// Starts `count` nodes (each with `options` plus the roster) and returns once each
     /// listens for clients; electing a leader takes a moment more.
     pub fn start(count: usize, options: ServerOptions) -> TestCluster {
+        Self::start_nodes(count, options, false)
+    }
+
+    /// [`TestCluster::start`] with every replica connection through a proxy of
+    /// [`TestCluster::links`], which can cut the network between the running nodes.
+    pub fn start_with_links(count: usize, options: ServerOptions) -> TestCluster {
+        Self::start_nodes(count, options, true)
+    }
+
+    fn start_nodes(count: usize, options: ServerOptions, proxied: bool) -> TestCluster {
         let held = slots::acquire_many(count);
         let ports: Vec<NodePorts> = (0..count)
             .map(|_| NodePorts {
@@ -50,6 +63,10 @@ impl TestCluster {
                 "200 ms".to_string(),
             ),
         ];
+        let links = proxied.then(|| {
+            let replica_ports: Vec<u16> = ports.iter().map(|node| node.replica).collect();
+            ReplicaLinks::start(&replica_ports)
+        });
         for (index, node) in ports.iter().enumerate() {
             let key = |name: &str| format!("IGGY_CLUSTER_NODES_{index}_{name}");
             roster.extend([
@@ -66,15 +83,25 @@ impl TestCluster {
         let nodes = (0..count)
             .map(|index| {
                 let mut options = options.clone().arg("--replica-id").arg(&index.to_string());
+                // This node reaches the others through its own proxies.
+                let proxies = links.iter().flat_map(|links| {
+                    (0..count).filter(|peer| *peer != index).map(move |peer| {
+                        (
+                            format!("IGGY_CLUSTER_NODES_{peer}_PORTS_TCP_REPLICA"),
+                            links.port(index, peer).to_string(),
+                        )
+                    })
+                });
                 // The roster first: the caller's variables may change it (a wrong secret...).
                 let own = std::mem::take(&mut options.env);
-                options.env = roster.iter().cloned().chain(own).collect();
+                options.env = roster.iter().cloned().chain(proxies).chain(own).collect();
                 TestServer::start_in(options, None)
             })
             .collect();
         TestCluster {
             nodes,
             ports,
+            links,
             _slots: held,
         }
     }

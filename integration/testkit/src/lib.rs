@@ -5,9 +5,12 @@
 //! - [`server`]: [`TestServer`], a running server on loopback ports with a temporary data
 //!   directory, its log, restarts, `kill -9` and graceful stops.
 //! - [`slots`]: bounds how many servers the tests of one process run at once.
+//! - [`cluster`]: [`TestCluster`], several servers as one cluster; [`links`] puts their
+//!   replica connections through proxies that can cut the network between them.
 
 pub mod binary;
 pub mod cluster;
+pub mod links;
 pub mod server;
 pub mod slots;
 

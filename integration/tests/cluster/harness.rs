@@ -1,10 +1,12 @@
 //! What the cluster tests share: waiting for a leader and a settled view, finding the leader,
-//! freezing processes, and waiting until a node's own copy of the metadata holds what a test
-//! expects.
+//! freezing processes, waiting until a node's own copy of the metadata holds what a test
+//! expects, sending and polling partition 0, and reading a node's stored log.
 
 use iggy::prelude::*;
-use rill_integration::sdk::{anonymous_client, root_client, root_connection_string};
+use rill_integration::sdk::{anonymous_client, id, root_client, root_connection_string};
 use rill_integration::{ServerOptions, TestCluster, TestServer};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 pub(crate) const ELECTION: Duration = Duration::from_secs(15);
@@ -166,4 +168,99 @@ pub(crate) async fn stream_names(server: &TestServer) -> Vec<String> {
 /// after the leader commits them).
 pub(crate) async fn wait_for_streams(server: &TestServer, expected: &[&str]) {
     wait_for_names(server, "streams", expected, stream_names).await
+}
+
+/// Every `.log` file under `dir`, in path order (one partition here: its segments in order).
+pub(crate) fn segment_logs(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "log") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+pub(crate) fn stored_bytes(server: &TestServer) -> Vec<u8> {
+    segment_logs(&server.data_path().join("streams"))
+        .iter()
+        .flat_map(|path| std::fs::read(path).expect("read a segment"))
+        .collect()
+}
+
+pub(crate) async fn send_one(client: &IggyClient, stream: u32, payload: &str) -> Result<(), IggyError> {
+    send_batch(
+        client,
+        stream,
+        vec![IggyMessage::from_str(payload).unwrap()],
+    )
+    .await
+}
+
+/// Sends `batch()` through `server` until the nodes left have a leader that takes it; returns
+/// the client that sent it.
+pub(crate) async fn send_after_failover(
+    server: &TestServer,
+    stream: u32,
+    batch: impl Fn() -> Vec<IggyMessage>,
+) -> IggyClient {
+    let deadline = Instant::now() + ELECTION;
+    loop {
+        let client = first_client(server).await;
+        match send_batch(&client, stream, batch()).await {
+            Ok(()) => return client,
+            Err(error) => assert!(
+                Instant::now() < deadline,
+                "the majority takes no message: {error}\n{}",
+                server.log_tail()
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Sends `batch` to partition 0 of `stream`'s topic 0.
+pub(crate) async fn send_batch(
+    client: &IggyClient,
+    stream: u32,
+    mut batch: Vec<IggyMessage>,
+) -> Result<(), IggyError> {
+    client
+        .send_messages(
+            &id(stream),
+            &id(0),
+            &Partitioning::partition_id(0),
+            &mut batch,
+        )
+        .await
+}
+
+pub(crate) async fn payloads(client: &IggyClient, stream: u32) -> Vec<String> {
+    let polled = client
+        .poll_messages(
+            &id(stream),
+            &id(0),
+            Some(0),
+            &Consumer::new(id(3)),
+            &PollingStrategy::offset(0),
+            10,
+            false,
+        )
+        .await
+        .expect("poll");
+    polled
+        .messages
+        .iter()
+        .map(|message| String::from_utf8_lossy(&message.payload).into_owned())
+        .collect()
 }

@@ -6,9 +6,10 @@
 //! dialed) is committed once and visible on every node, partitions included; the leader's
 //! kill -9 elects another within seconds and loses nothing acknowledged; a restarted node
 //! catches up; a stranger on the replica port is refused. `replication.rs` covers the partition
-//! data replicated to every node.
+//! data replicated to every node, `partition.rs` a network partition between running nodes.
 
 mod harness;
+mod partition;
 mod replication;
 
 use harness::*;

@@ -14,34 +14,6 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// Every `.log` file under `dir`, in path order (one partition here: its segments in order).
-fn segment_logs(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.extension().is_some_and(|ext| ext == "log") {
-                found.push(path);
-            }
-        }
-    }
-    found.sort();
-    found
-}
-
-fn stored_bytes(server: &TestServer) -> Vec<u8> {
-    segment_logs(&server.data_path().join("streams"))
-        .iter()
-        .flat_map(|path| std::fs::read(path).expect("read a segment"))
-        .collect()
-}
-
 /// Every message of partition 0, as (offset, id), polled through `server`.
 async fn poll_all(server: &TestServer, stream: u32) -> Vec<(u64, u128)> {
     let deadline = Instant::now() + ELECTION;
@@ -248,73 +220,6 @@ async fn acknowledged_messages_survive_the_leaders_kill_and_every_node_ends_with
             logs[0].len()
         );
     }
-}
-
-async fn send_one(client: &IggyClient, stream: u32, payload: &str) -> Result<(), IggyError> {
-    send_batch(
-        client,
-        stream,
-        vec![IggyMessage::from_str(payload).unwrap()],
-    )
-    .await
-}
-
-/// Sends `batch()` through `server` until the nodes left have a leader that takes it; returns
-/// the client that sent it.
-async fn send_after_failover(
-    server: &TestServer,
-    stream: u32,
-    batch: impl Fn() -> Vec<IggyMessage>,
-) -> IggyClient {
-    let deadline = Instant::now() + ELECTION;
-    loop {
-        let client = first_client(server).await;
-        match send_batch(&client, stream, batch()).await {
-            Ok(()) => return client,
-            Err(error) => assert!(
-                Instant::now() < deadline,
-                "the majority takes no message: {error}\n{}",
-                server.log_tail()
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-/// Sends `batch` to partition 0 of `stream`'s topic 0.
-async fn send_batch(
-    client: &IggyClient,
-    stream: u32,
-    mut batch: Vec<IggyMessage>,
-) -> Result<(), IggyError> {
-    client
-        .send_messages(
-            &id(stream),
-            &id(0),
-            &Partitioning::partition_id(0),
-            &mut batch,
-        )
-        .await
-}
-
-async fn payloads(client: &IggyClient, stream: u32) -> Vec<String> {
-    let polled = client
-        .poll_messages(
-            &id(stream),
-            &id(0),
-            Some(0),
-            &Consumer::new(id(3)),
-            &PollingStrategy::offset(0),
-            10,
-            false,
-        )
-        .await
-        .expect("poll");
-    polled
-        .messages
-        .iter()
-        .map(|message| String::from_utf8_lossy(&message.payload).into_owned())
-        .collect()
 }
 
 fn signal(pids: &[i32], signal: i32) {
