@@ -198,7 +198,11 @@ pub(crate) fn stored_bytes(server: &TestServer) -> Vec<u8> {
         .collect()
 }
 
-pub(crate) async fn send_one(client: &IggyClient, stream: u32, payload: &str) -> Result<(), IggyError> {
+pub(crate) async fn send_one(
+    client: &IggyClient,
+    stream: u32,
+    payload: &str,
+) -> Result<(), IggyError> {
     send_batch(
         client,
         stream,

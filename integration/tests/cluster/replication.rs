@@ -9,7 +9,6 @@ use iggy_v011::prelude::{ConsumerOffsetClient as _, MessageClient as _};
 use rill_integration::fixtures::{poll_from, test_messages};
 use rill_integration::sdk_v011;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
