@@ -474,3 +474,80 @@ async fn a_leader_cut_off_from_the_majority_acknowledges_nothing() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// `[cluster.tls]` with certificates from a CA: the nodes check each other's certificate for
+/// the roster address they dial, elect a leader, replicate a message byte for byte, and a
+/// plaintext dialer gets no replica hello.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replica_connections_over_tls_elect_replicate_and_refuse_plaintext() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca, ca_key);
+    let key = rcgen::KeyPair::generate().unwrap();
+    // Every node is on 127.0.0.1 here, so one certificate serves them all.
+    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    let file = |name: &str, pem: String| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, pem).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let (ca_file, cert_file, key_file) = (
+        file("ca.pem", ca_cert.pem()),
+        file("node.pem", cert.pem()),
+        file("node.key", key.serialize_pem()),
+    );
+    let mut cluster = TestCluster::start(
+        3,
+        options()
+            .env("IGGY_CLUSTER_AUTH_ENABLED", "true")
+            .env(
+                "IGGY_CLUSTER_AUTH_SHARED_SECRET",
+                "a shared secret of 32 bytes or more!",
+            )
+            .env("IGGY_CLUSTER_TLS_ENABLED", "true")
+            .env("IGGY_CLUSTER_TLS_CA_FILE", &ca_file)
+            .env("IGGY_CLUSTER_TLS_CERT_FILE", &cert_file)
+            .env("IGGY_CLUSTER_TLS_KEY_FILE", &key_file),
+    );
+    let view = settled_view(&cluster.nodes[0], 3).await;
+    let leader = leader_index(&cluster, &view);
+    let client = first_client(&cluster.nodes[leader]).await;
+    let stream = create_stream(&client, "sealed").await;
+    create_topic(&client, stream, "events", 1).await;
+    for server in &cluster.nodes {
+        wait_for_streams(server, &["sealed"]).await;
+    }
+    send_one(&client, stream, "over tls").await.expect("send");
+    assert_eq!(payloads(&client, stream).await, ["over tls"]);
+
+    let mut plain = std::net::TcpStream::connect(cluster.replica_address(0)).unwrap();
+    plain
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut hello = b"RILLRAFT".to_vec();
+    hello.extend_from_slice(&[1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0]);
+    plain.write_all(&hello).unwrap();
+    let mut answer = Vec::new();
+    let _ = plain.read_to_end(&mut answer);
+    assert!(
+        !answer.windows(8).any(|bytes| bytes == b"RILLRAFT"),
+        "a plaintext dialer got a replica hello"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for server in &mut cluster.nodes {
+        assert!(server.log().contains("replica connections use TLS 1.3"));
+        server.stop();
+    }
+    let logs: Vec<Vec<u8>> = cluster.nodes.iter().map(stored_bytes).collect();
+    assert!(!logs[0].is_empty());
+    assert!(
+        logs.iter().all(|log| log == &logs[0]),
+        "the nodes' logs differ"
+    );
+}

@@ -5,8 +5,8 @@
 //! shard 0's control lane); the rest runs on the cluster thread (`node`): the replica port's
 //! bytes (`wire`) and its listener (`replica_port`), openraft's RPCs to peers (`network`), the
 //! Raft log (`store`) and the state machine that hands committed changes to the control lane
-//! (`machine`), the calls a follower makes to its leader (`leader_calls`, `relay`), and the
-//! partitions' replication tasks (`replication`).
+//! (`machine`), the calls a follower makes to its leader (`leader_calls`, `relay`), the
+//! partitions' replication tasks (`replication`), and TLS on replica connections (`tls`).
 
 mod leader_calls;
 pub mod link;
@@ -17,6 +17,7 @@ pub mod relay;
 mod replica_port;
 mod replication;
 mod store;
+mod tls;
 mod types;
 mod wire;
 

@@ -2,6 +2,7 @@
 //! connection kept between calls (opened again after any failure).
 
 use super::link::ClusterView;
+use super::tls::{ReplicaStream, ReplicaTls};
 use super::types::{NodeId, TypeConfig};
 use super::wire::{self, Credentials, HANDSHAKE_TIMEOUT};
 use openraft::BasicNode;
@@ -45,6 +46,8 @@ pub struct Peers {
     pub me: NodeId,
     pub credentials: Credentials,
     pub view: Arc<ClusterView>,
+    /// With `[cluster.tls]` on: every replica connection is TLS before it is authenticated.
+    pub tls: Option<ReplicaTls>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Peers {
@@ -67,7 +70,7 @@ pub struct Peer {
     peers: Peers,
     target: NodeId,
     address: String,
-    connection: Option<TcpStream>,
+    connection: Option<ReplicaStream>,
 }
 
 impl Peer {
@@ -84,21 +87,25 @@ impl Peer {
         self.target
     }
 
-    async fn connect(&self) -> io::Result<TcpStream> {
-        let mut stream = TcpStream::connect(&self.address).await?;
+    async fn connect(&self) -> io::Result<ReplicaStream> {
+        let stream = TcpStream::connect(&self.address).await?;
         stream.set_nodelay(true)?;
-        tokio::time::timeout(
-            HANDSHAKE_TIMEOUT,
+        tokio::time::timeout(HANDSHAKE_TIMEOUT, async {
+            let mut stream = match &self.peers.tls {
+                Some(tls) => tls.dial(stream, &self.address).await?,
+                None => ReplicaStream::Plain(stream),
+            };
             wire::dial(
                 &mut stream,
                 self.peers.me,
                 self.target,
                 &self.peers.credentials,
-            ),
-        )
+            )
+            .await?;
+            Ok::<_, io::Error>(stream)
+        })
         .await
-        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "replica handshake timed out"))??;
-        Ok(stream)
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "replica handshake timed out"))?
     }
 
     /// One request and its answer, within `ttl`.

@@ -12,6 +12,7 @@ use super::network::{PING, Peer, Peers};
 use super::replica_port::{Serving, accept_peers};
 use super::replication::{self, Replicator};
 use super::store::LogStore;
+use super::tls::ReplicaTls;
 use super::types::{LogId, NodeId, Raft};
 use super::wire::Credentials;
 use crate::config::Config;
@@ -99,10 +100,21 @@ pub fn start(
             )
         })
         .collect();
+    let tls = if cluster.tls.enabled {
+        let tls = ReplicaTls::new(&cluster.tls, &data_dir.join("certs"))?;
+        tracing::info!(
+            self_signed = cluster.tls.self_signed,
+            "replica connections use TLS 1.3"
+        );
+        Some(tls)
+    } else {
+        None
+    };
     let peers = Peers {
         me: replica_id,
         credentials,
         view: view.clone(),
+        tls,
     };
     let (proposals, proposal_receiver) = flume::unbounded::<Proposal>();
     let (forwards, forward_receiver) = flume::unbounded::<Forward>();

@@ -9,6 +9,7 @@ use super::network::{
 };
 use super::relay;
 use super::replication::Replicator;
+use super::tls::ReplicaStream;
 use super::types::Raft;
 use super::wire::{self, HANDSHAKE_TIMEOUT};
 use crate::http::bridge::Bridge;
@@ -55,17 +56,17 @@ pub(super) async fn accept_peers(listener: TcpListener, serving: Arc<Serving>) {
     }
 }
 
-async fn serve_peer(
-    mut stream: TcpStream,
-    serving: &Serving,
-    roster: &[u64],
-) -> std::io::Result<()> {
+async fn serve_peer(stream: TcpStream, serving: &Serving, roster: &[u64]) -> std::io::Result<()> {
     let (raft, peers, control) = (&serving.raft, &serving.peers, &serving.control);
     stream.set_nodelay(true)?;
-    let peer = tokio::time::timeout(
-        HANDSHAKE_TIMEOUT,
-        wire::accept(&mut stream, peers.me, roster, &peers.credentials),
-    )
+    let (mut stream, peer) = tokio::time::timeout(HANDSHAKE_TIMEOUT, async {
+        let mut stream = match &peers.tls {
+            Some(tls) => tls.accept(stream).await?,
+            None => ReplicaStream::Plain(stream),
+        };
+        let peer = wire::accept(&mut stream, peers.me, roster, &peers.credentials).await?;
+        Ok::<_, std::io::Error>((stream, peer))
+    })
     .await
     .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "handshake timed out"))??;
     while let Some((kind, body)) = wire::read_frame(&mut stream).await? {

@@ -6,6 +6,7 @@ use super::sections::Secret;
 use super::units::HumanDuration;
 use serde::Deserialize;
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 
 /// The shortest shared secret accepted, as upstream.
 pub const MIN_SECRET_LENGTH: usize = 32;
@@ -19,6 +20,8 @@ pub struct ClusterConfig {
     pub commit_broadcast_interval: HumanDuration,
     pub nodes: Vec<ClusterNodeConfig>,
     pub auth: ClusterAuthConfig,
+    #[serde(default)]
+    pub tls: ClusterTlsConfig,
     /// This node's roster entry: `--replica-id`, set by [`super::Config::join_cluster`].
     #[serde(skip)]
     pub replica_id: Option<u64>,
@@ -56,6 +59,22 @@ pub struct ClusterAuthConfig {
     pub enabled: bool,
     pub shared_secret: Secret,
     pub previous_shared_secret: Secret,
+}
+
+/// `[cluster.tls]`: TLS 1.3 on the replica connections, upstream 0.9's keys. The acceptor shows
+/// a certificate and the dialer checks it (against `ca_file`, for the name or address the roster
+/// gives the peer); peers prove who they are with `[cluster.auth]`, which TLS therefore needs.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterTlsConfig {
+    pub enabled: bool,
+    /// Each node generates a certificate at start and dialers accept any peer certificate:
+    /// encryption without the certificate check (the shared secret still admits peers).
+    pub self_signed: bool,
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+    /// The PEM trust anchors dialers verify peers' certificates against.
+    pub ca_file: PathBuf,
 }
 
 impl ClusterNodeConfig {
@@ -166,6 +185,29 @@ impl ClusterConfig {
                  cluster.commit_broadcast_interval ({heartbeat:?}), which must not be 0"
             )));
         }
+        if self.tls.enabled {
+            if !self.auth.enabled {
+                return Err(ConfigError(
+                    "cluster.tls.enabled = true needs cluster.auth.enabled = true: TLS shows \
+                     which node was dialed, the shared secret proves who dials"
+                        .into(),
+                ));
+            }
+            if !self.tls.self_signed {
+                for (key, path) in [
+                    ("cert_file", &self.tls.cert_file),
+                    ("key_file", &self.tls.key_file),
+                    ("ca_file", &self.tls.ca_file),
+                ] {
+                    if path.as_os_str().is_empty() {
+                        return Err(ConfigError(format!(
+                            "cluster.tls.{key} is required when cluster.tls.enabled = true \
+                             (or self_signed = true: encrypted, peer certificates unchecked)"
+                        )));
+                    }
+                }
+            }
+        }
         if self.auth.enabled {
             for (key, secret) in [
                 ("shared_secret", &self.auth.shared_secret),
@@ -270,6 +312,43 @@ mod tests {
         cluster(&long).validate(Some(0)).unwrap();
         let tight = THREE.replacen("\"2 s\"", "\"500 ms\"", 1);
         assert!(cluster(&tight).validate(Some(0)).is_err());
+    }
+
+    #[test]
+    fn tls_needs_auth_and_either_files_or_self_signed() {
+        let secret = "shared_secret = \"0123456789abcdef0123456789abcdef\"";
+        let auth = THREE
+            .replacen("enabled = false", "enabled = true", 1)
+            .replacen("shared_secret = \"\"", secret, 1);
+        let tls = |config: &str, table: &str| format!("{config}\n[cluster.tls]\n{table}");
+        // The roster's [[cluster.nodes]] come before: the table goes after them.
+        let error = cluster(&tls(THREE, "enabled = true\nself_signed = true"))
+            .validate(Some(0))
+            .unwrap_err()
+            .0;
+        assert!(error.contains("cluster.auth.enabled"), "{error}");
+        cluster(&tls(&auth, "enabled = true\nself_signed = true"))
+            .validate(Some(0))
+            .unwrap();
+        let error = cluster(&tls(
+            &auth,
+            "enabled = true\ncert_file = \"c\"\nkey_file = \"k\"",
+        ))
+        .validate(Some(0))
+        .unwrap_err()
+        .0;
+        assert!(error.contains("cluster.tls.ca_file"), "{error}");
+        let files = "enabled = true\ncert_file = \"c\"\nkey_file = \"k\"\nca_file = \"a\"";
+        cluster(&tls(&auth, files)).validate(Some(0)).unwrap();
+        // Off by default, and unknown keys are refused.
+        assert!(!cluster(THREE).tls.enabled);
+        let table: toml::Table = tls(THREE, "enable = true").parse().unwrap();
+        assert!(
+            table["cluster"]
+                .clone()
+                .try_into::<ClusterConfig>()
+                .is_err()
+        );
     }
 
     #[test]

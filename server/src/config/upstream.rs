@@ -143,13 +143,6 @@ const KEYS: &[(&str, Rule)] = &[
             "buffers come from each shard's own pool, which has no settings",
         ),
     ),
-    (
-        "cluster.tls.enabled",
-        Unsupported(
-            "false",
-            "replica traffic is not encrypted yet: keep the replica ports on a private network",
-        ),
-    ),
     // Upstream's consensus (VSR) timers, repair and shard placement have no Raft equivalent.
     ("cluster.", Quiet),
 ];
