@@ -412,3 +412,70 @@ async fn a_retry_reaching_the_next_leader_is_stored_once_with_deduplication_on()
         .collect();
     assert_eq!(stored, expected, "the resent ids were stored again");
 }
+
+/// Segments the leader deletes (DeleteSegments here; retention works the same way) go on the
+/// followers too, so that after a failover the next leader does not serve them again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn segments_the_leader_deletes_go_on_the_followers_too() {
+    let mut cluster = TestCluster::start(3, options().env("IGGY_SYSTEM_SEGMENT_SIZE", "4 KiB"));
+    let view = settled_view(&cluster.nodes[0], 3).await;
+    let leader = leader_index(&cluster, &view);
+    let client = first_client(&cluster.nodes[leader]).await;
+    let stream = create_stream(&client, "trimmed").await;
+    create_topic(&client, stream, "events", 1).await;
+    // 40 messages of about 200 bytes: several 4 KiB segments.
+    send_range(&client, stream, 0..40).await;
+    let segments = |server: &TestServer| segment_logs(&server.data_path().join("streams")).len();
+    let before = segments(&cluster.nodes[leader]);
+    assert!(before >= 3, "{before} segments");
+    client
+        .delete_segments(&id(stream), &id(0), 0, 2)
+        .await
+        .expect("delete two segments");
+    assert_eq!(segments(&cluster.nodes[leader]), before - 2);
+    let first = offsets_from_zero(&client, stream).await[0];
+    assert!(first > 0);
+    // The followers learn the leader's first offset with their next fetch.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for (index, server) in cluster.nodes.iter().enumerate() {
+        while segments(server) != before - 2 {
+            assert!(
+                Instant::now() < deadline,
+                "node {index} holds {} segments, the leader {}",
+                segments(server),
+                before - 2
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    // The next leader serves from the same first offset.
+    cluster.nodes[leader].kill();
+    let survivor = (leader + 1) % 3;
+    let other = send_after_failover(&cluster.nodes[survivor], stream, || {
+        vec![IggyMessage::from_str("after").unwrap()]
+    })
+    .await;
+    let offsets = offsets_from_zero(&other, stream).await;
+    assert_eq!(offsets[0], first, "the next leader serves deleted messages");
+    assert_eq!(offsets, (first..=40).collect::<Vec<_>>());
+}
+
+/// The offsets one poll from offset 0 returns (the first is the first one stored).
+async fn offsets_from_zero(client: &IggyClient, stream: u32) -> Vec<u64> {
+    client
+        .poll_messages(
+            &id(stream),
+            &id(0),
+            Some(0),
+            &Consumer::new(id(3)),
+            &PollingStrategy::offset(0),
+            1000,
+            false,
+        )
+        .await
+        .expect("poll")
+        .messages
+        .iter()
+        .map(|message| message.header.offset)
+        .collect()
+}

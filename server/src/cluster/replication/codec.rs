@@ -10,7 +10,8 @@
 //!                 | offsets version (term u64 | changes u64) | epochs
 //!        answer   0 | code u32
 //!                 1 | end u64 | epochs              cut your log to end
-//!                 2 | commit_end u64 | epochs | offsets | the messages, as stored, to the end
+//!                 2 | commit_end u64 | first u64 | epochs | offsets
+//!                   | the messages, as stored, to the end (first: the leader's first offset)
 //!                 3 | start u64 | epochs            empty your log and go on from start
 //! offsets         0                                 your copy is current
 //!                 1 | version (u64 | u64) | count u32 | count × (kind u8 | id u32 | offset u64)
@@ -193,12 +194,14 @@ pub fn encode_fetch_answer(answer: &Result<Fetched, u32>) -> Vec<u8> {
         Ok(Fetched::Messages {
             epochs,
             commit_end,
+            first_offset,
             messages,
             offsets,
         }) => {
             out.reserve(messages.len() + 64);
             out.push(2);
             out.extend_from_slice(&commit_end.to_le_bytes());
+            out.extend_from_slice(&first_offset.to_le_bytes());
             epochs.encode(&mut out);
             match offsets {
                 None => out.push(0),
@@ -252,6 +255,7 @@ pub fn decode_fetch_answer(body: Vec<u8>) -> Option<Result<Fetched, u32>> {
         }
         2 => {
             let commit_end = reader.u64()?;
+            let first_offset = reader.u64()?;
             let epochs = reader.epochs()?;
             let offsets = reader.offsets()?;
             let at = body.len() - reader.0.len();
@@ -259,6 +263,7 @@ pub fn decode_fetch_answer(body: Vec<u8>) -> Option<Result<Fetched, u32>> {
             Ok(Fetched::Messages {
                 epochs,
                 commit_end,
+                first_offset,
                 messages,
                 offsets,
             })
@@ -319,7 +324,8 @@ mod tests {
                 1 => Ok(Fetched::Truncate { epochs, end }),
                 2 => Ok(Fetched::Restart { epochs, start: end }),
                 _ => Ok(Fetched::Messages {
-                    epochs, commit_end: end, messages: Bytes::from(messages), offsets,
+                    epochs, commit_end: end, first_offset: code.into(),
+                    messages: Bytes::from(messages), offsets,
                 }),
             };
             let bytes = encode_fetch_answer(&answer);

@@ -63,6 +63,9 @@ pub enum Fetched {
     Messages {
         epochs: Epochs,
         commit_end: u64,
+        /// The leader's first stored offset: segments it deleted (DeleteSegments, retention)
+        /// go on the replica too.
+        first_offset: u64,
         messages: Bytes,
         /// When the asker's copy of the consumer offsets is not the current one.
         offsets: Option<OffsetsCopy>,
@@ -363,6 +366,7 @@ impl LocalPartition {
         Ok(Fetched::Messages {
             epochs: replication.epochs.borrow().clone(),
             commit_end: replication.commit_end.get(),
+            first_offset: self.storage().first_offset(),
             messages,
             offsets,
         })
@@ -427,6 +431,7 @@ impl LocalPartition {
             Fetched::Messages {
                 epochs,
                 commit_end,
+                first_offset,
                 messages,
                 offsets,
             } => {
@@ -448,9 +453,35 @@ impl LocalPartition {
                 if let Some(copy) = offsets {
                     self.copy_offsets(copy).await?;
                 }
+                if first_offset > self.storage().first_offset() {
+                    self.follow_deleted_segments(first_offset).await?;
+                }
                 self.refresh_counters();
             }
         }
         self.replica_state()
+    }
+
+    /// Deletes this replica's sealed segments that hold nothing at or after `first_offset`,
+    /// the leader's first message: what the leader deleted is not served again after a
+    /// failover. A segment that also holds later messages stays (the boundaries are this
+    /// node's, and a replica never holds less than its leader).
+    async fn follow_deleted_segments(&self, first_offset: u64) -> Result<(), ErrorCode> {
+        let _exclusive = self.exclusive().await?;
+        let deleted = self
+            .writable_storage()
+            .await?
+            .delete_segments_before(first_offset)
+            .await
+            .map_err(super::storage_error)?;
+        if deleted > 0 {
+            tracing::info!(
+                partition = %self.key,
+                deleted,
+                leader_first_offset = first_offset,
+                "deleted the segments the leader deleted"
+            );
+        }
+        Ok(())
     }
 }

@@ -13,12 +13,31 @@ impl Partition {
     /// Deletes up to `count` of the oldest sealed segments (never the active one). Returns how
     /// many were deleted.
     pub async fn delete_oldest_segments(&self, count: u32) -> Result<u32, StorageError> {
+        self.delete_front_segments(|deleted, _| deleted < count as usize)
+            .await
+    }
+
+    /// Deletes the oldest sealed segments whose messages all lie before `offset` (never the
+    /// active one). Returns how many were deleted.
+    pub async fn delete_segments_before(&self, offset: u64) -> Result<u32, StorageError> {
+        self.delete_front_segments(|_, segment| segment.end_offset() <= offset)
+            .await
+    }
+
+    /// Deletes sealed segments from the front while `wanted(deleted so far, segment)` says so,
+    /// never the active one.
+    async fn delete_front_segments(
+        &self,
+        wanted: impl Fn(usize, &Segment) -> bool,
+    ) -> Result<u32, StorageError> {
         let victims = {
             let mut state = self.inner.state.borrow_mut();
             let mut victims = Vec::new();
-            while victims.len() < count as usize
-                && state.segments.len() > 1
-                && state.segments.front().is_some_and(|segment| segment.sealed)
+            while state.segments.len() > 1
+                && state
+                    .segments
+                    .front()
+                    .is_some_and(|segment| segment.sealed && wanted(victims.len(), segment))
             {
                 victims.push(state.segments.pop_front().expect("checked"));
             }

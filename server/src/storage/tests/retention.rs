@@ -57,7 +57,7 @@ fn retention_deletes_expired_and_oversized_sealed_segments_only() {
 }
 
 #[test]
-fn delete_oldest_segments_counts_sealed_segments() {
+fn oldest_segments_are_deleted_by_count_or_before_an_offset() {
     let temp = tempfile::tempdir().unwrap();
     run(async {
         let config = PartitionConfig {
@@ -75,7 +75,11 @@ fn delete_oldest_segments_counts_sealed_segments() {
         assert_eq!(partition.stats().segments_count, 6);
         assert_eq!(partition.delete_oldest_segments(2).await.unwrap(), 2);
         assert_eq!(partition.first_offset(), 6);
-        assert_eq!(partition.delete_oldest_segments(100).await.unwrap(), 3);
+        // By offset (a replica following its leader): only segments wholly before it.
+        assert_eq!(partition.delete_segments_before(8).await.unwrap(), 0);
+        assert_eq!(partition.delete_segments_before(9).await.unwrap(), 1);
+        assert_eq!(partition.first_offset(), 9);
+        assert_eq!(partition.delete_oldest_segments(100).await.unwrap(), 2);
         assert_eq!(partition.stats().segments_count, 1);
         assert_eq!(partition.stats().messages_count, 3);
         partition.close().await.unwrap();
