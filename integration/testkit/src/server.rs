@@ -257,6 +257,12 @@ impl TestServer {
         .expect("write server log");
         let stderr = log.try_clone().expect("clone log handle");
         let log_start = log.metadata().expect("server log size").len();
+        // A restart keeps the HTTP port too, like the others: were it to bind port 0 again, the
+        // kernel could hand it the port the WebSocket listener is about to take back (seen in
+        // CI: "cannot listen on ... (WebSocket): Address already in use").
+        let http_address = self
+            .http_address()
+            .map_or_else(|| "127.0.0.1:0".to_string(), |address| address.to_string());
 
         let mut command = Command::new(&self.binary);
         command.args(&self.options.args);
@@ -272,7 +278,7 @@ impl TestServer {
             .env("IGGY_WEBSOCKET_ADDRESS", self.websocket_address.to_string())
             // A port of its own, so parallel servers do not fight over the default 3000
             // (see `http_address`).
-            .env("IGGY_HTTP_ADDRESS", "127.0.0.1:0")
+            .env("IGGY_HTTP_ADDRESS", &http_address)
             .env("IGGY_SYSTEM_PATH", self.data_path())
             .env(
                 "IGGY_SYSTEM_SHARDING_CPU_ALLOCATION",
