@@ -299,17 +299,19 @@ async fn sessions_users_options_and_groups_work_for_the_0_11_sdk() {
     client.logout_user().await.expect("logout");
 }
 
-/// Sends three messages and polls them back over one 0.11 client; returns the payloads.
-async fn round_trip(client: &v11::IggyClient, stream: &str) -> Vec<Vec<u8>> {
+/// Creates stream `stream` with topic "t" over a 0.11 client and sends `batch` to its partition
+/// 0; returns the stream's identifier.
+async fn send_to_new_topic(
+    client: &v11::IggyClient,
+    stream: &str,
+    mut batch: Vec<v11::IggyMessage>,
+) -> v11::Identifier {
     let created = client.create_stream(stream).await.expect("create stream");
     let stream_id = sdk_v011::id(created.id);
     client
         .create_topic(&stream_id, "t", &v11::TopicCreateOptions::default())
         .await
         .expect("create topic");
-    let mut batch: Vec<_> = (1..=3)
-        .map(|i| sdk_v011::message(i, &format!("{stream}-{i}"), None))
-        .collect();
     client
         .send_messages(
             &stream_id,
@@ -319,6 +321,15 @@ async fn round_trip(client: &v11::IggyClient, stream: &str) -> Vec<Vec<u8>> {
         )
         .await
         .expect("send");
+    stream_id
+}
+
+/// Sends three messages and polls them back over one 0.11 client; returns the payloads.
+async fn round_trip(client: &v11::IggyClient, stream: &str) -> Vec<Vec<u8>> {
+    let batch = (1..=3)
+        .map(|i| sdk_v011::message(i, &format!("{stream}-{i}"), None))
+        .collect();
+    let stream_id = send_to_new_topic(client, stream, batch).await;
     let polled = client
         .poll_messages(
             &stream_id,
@@ -418,23 +429,10 @@ async fn polled_checksums_hold_for_whole_and_partial_batches_sent_by_the_0_11_sd
     use rill_sdk::rill_core::primitives::{Consumer, PollingKind, PollingStrategy};
     let mut server = TestServer::start(rill_integration::ServerOptions::new());
     let client = sdk_v011::root_client(&server).await;
-    let stream_id = sdk_v011::id(client.create_stream("s").await.expect("stream").id);
-    client
-        .create_topic(&stream_id, "t", &v11::TopicCreateOptions::default())
-        .await
-        .expect("topic");
-    let mut batch: Vec<_> = (1..=5)
+    let batch = (1..=5)
         .map(|i| sdk_v011::message(i, &"x".repeat(100 * i as usize), Some("h")))
         .collect();
-    client
-        .send_messages(
-            &stream_id,
-            &sdk_v011::id(0),
-            &v11::Partitioning::partition_id(0),
-            &mut batch,
-        )
-        .await
-        .expect("send");
+    send_to_new_topic(&client, "s", batch).await;
     drop(client);
     let poll = |address, offset: u64| {
         let mut raw = raw_v09::Client::connect(address);

@@ -3,7 +3,9 @@
 //! expects, sending and polling partition 0, and reading a node's stored log.
 
 use iggy::prelude::*;
-use rill_integration::sdk::{anonymous_client, id, root_client, root_connection_string};
+use rill_integration::sdk::{
+    anonymous_client, create_stream, create_topic, id, root_client, root_connection_string,
+};
 use rill_integration::{ServerOptions, TestCluster, TestServer};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -249,22 +251,50 @@ pub(crate) async fn send_batch(
         .await
 }
 
-pub(crate) async fn payloads(client: &IggyClient, stream: u32) -> Vec<String> {
-    let polled = client
+/// What one poll of up to `count` messages from offset 0 of partition 0 returns.
+pub(crate) async fn poll_from_zero(
+    client: &IggyClient,
+    stream: u32,
+    count: u32,
+) -> Vec<IggyMessage> {
+    client
         .poll_messages(
             &id(stream),
             &id(0),
             Some(0),
             &Consumer::new(id(3)),
             &PollingStrategy::offset(0),
-            10,
+            count,
             false,
         )
         .await
-        .expect("poll");
-    polled
+        .expect("poll")
         .messages
+}
+
+pub(crate) async fn payloads(client: &IggyClient, stream: u32) -> Vec<String> {
+    poll_from_zero(client, stream, 10)
+        .await
         .iter()
         .map(|message| String::from_utf8_lossy(&message.payload).into_owned())
         .collect()
+}
+
+/// Once the cluster is settled: the leader's index, a client logged in on it explicitly (so
+/// it stays there whatever GetClusterMetadata says), and a new stream `name` with one topic
+/// of one partition that every node holds.
+pub(crate) async fn leader_with_stream(
+    cluster: &TestCluster,
+    name: &str,
+) -> (usize, IggyClient, u32) {
+    let view = settled_view(&cluster.nodes[0], cluster.nodes.len()).await;
+    let leader = leader_index(cluster, &view);
+    let client = anonymous_client(&cluster.nodes[leader]).await;
+    client.login_user("iggy", "iggy").await.expect("login");
+    let stream = create_stream(&client, name).await;
+    create_topic(&client, stream, "events", 1).await;
+    for server in &cluster.nodes {
+        wait_for_streams(server, &[name]).await;
+    }
+    (leader, client, stream)
 }

@@ -515,14 +515,7 @@ async fn replica_connections_over_tls_elect_replicate_and_refuse_plaintext() {
             .env("IGGY_CLUSTER_TLS_CERT_FILE", &cert_file)
             .env("IGGY_CLUSTER_TLS_KEY_FILE", &key_file),
     );
-    let view = settled_view(&cluster.nodes[0], 3).await;
-    let leader = leader_index(&cluster, &view);
-    let client = first_client(&cluster.nodes[leader]).await;
-    let stream = create_stream(&client, "sealed").await;
-    create_topic(&client, stream, "events", 1).await;
-    for server in &cluster.nodes {
-        wait_for_streams(server, &["sealed"]).await;
-    }
+    let (_, client, stream) = leader_with_stream(&cluster, "sealed").await;
     send_one(&client, stream, "over tls").await.expect("send");
     assert_eq!(payloads(&client, stream).await, ["over tls"]);
 

@@ -11,17 +11,9 @@ use std::time::Duration;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_isolated_leader_acknowledges_nothing_while_the_majority_goes_on() {
     let mut cluster = TestCluster::start_with_links(3, options());
-    let view = settled_view(&cluster.nodes[0], 3).await;
-    let leader = leader_index(&cluster, &view);
+    // The client stays on the leader whatever GetClusterMetadata says.
+    let (leader, client, stream) = leader_with_stream(&cluster, "split").await;
     let survivor = (leader + 1) % 3;
-    // Logged in explicitly: the client stays on this node whatever GetClusterMetadata says.
-    let client = anonymous_client(&cluster.nodes[leader]).await;
-    client.login_user("iggy", "iggy").await.expect("login");
-    let stream = create_stream(&client, "split").await;
-    create_topic(&client, stream, "events", 1).await;
-    for server in &cluster.nodes {
-        wait_for_streams(server, &["split"]).await;
-    }
     send_one(&client, stream, "before")
         .await
         .expect("a majority is up");

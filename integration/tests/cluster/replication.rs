@@ -230,16 +230,8 @@ fn signal(pids: &[i32], signal: i32) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_without_a_majority_acknowledges_nothing_and_its_lone_tail_is_cut() {
     let mut cluster = TestCluster::start(3, options());
-    let view = settled_view(&cluster.nodes[0], 3).await;
-    let leader = leader_index(&cluster, &view);
+    let (leader, client, stream) = leader_with_stream(&cluster, "cut-off").await;
     let survivor = (leader + 1) % 3;
-    let client = anonymous_client(&cluster.nodes[leader]).await;
-    client.login_user("iggy", "iggy").await.expect("login");
-    let stream = create_stream(&client, "cut-off").await;
-    create_topic(&client, stream, "events", 1).await;
-    for server in &cluster.nodes {
-        wait_for_streams(server, &["cut-off"]).await;
-    }
     send_one(&client, stream, "committed")
         .await
         .expect("a majority is up");
@@ -426,11 +418,7 @@ async fn a_retry_reaching_the_next_leader_is_stored_once_with_deduplication_on()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn segments_the_leader_deletes_go_on_the_followers_too() {
     let mut cluster = TestCluster::start(3, options().env("IGGY_SYSTEM_SEGMENT_SIZE", "4 KiB"));
-    let view = settled_view(&cluster.nodes[0], 3).await;
-    let leader = leader_index(&cluster, &view);
-    let client = first_client(&cluster.nodes[leader]).await;
-    let stream = create_stream(&client, "trimmed").await;
-    create_topic(&client, stream, "events", 1).await;
+    let (leader, client, stream) = leader_with_stream(&cluster, "trimmed").await;
     // 40 messages of about 200 bytes: several 4 KiB segments.
     send_range(&client, stream, 0..40).await;
     let segments = |server: &TestServer| segment_logs(&server.data_path().join("streams")).len();
@@ -470,19 +458,8 @@ async fn segments_the_leader_deletes_go_on_the_followers_too() {
 
 /// The offsets one poll from offset 0 returns (the first is the first one stored).
 async fn offsets_from_zero(client: &IggyClient, stream: u32) -> Vec<u64> {
-    client
-        .poll_messages(
-            &id(stream),
-            &id(0),
-            Some(0),
-            &Consumer::new(id(3)),
-            &PollingStrategy::offset(0),
-            1000,
-            false,
-        )
+    poll_from_zero(client, stream, 1000)
         .await
-        .expect("poll")
-        .messages
         .iter()
         .map(|message| message.header.offset)
         .collect()

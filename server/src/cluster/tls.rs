@@ -4,7 +4,7 @@
 //! certificate (each node then generates its own at start). Peers are proven by the shared
 //! secret either way, which is why the configuration requires `[cluster.auth]` with TLS.
 
-use crate::config::{CertificateConfig, ClusterTlsConfig};
+use crate::config::ClusterTlsConfig;
 use crate::tls::{load_or_generate, provider};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
@@ -33,16 +33,8 @@ impl ReplicaTls {
     /// Reads (or generates) the certificate and builds both configurations. A generated
     /// certificate is written under `cert_dir` as `replica-self-signed.pem`.
     pub fn new(config: &ClusterTlsConfig, cert_dir: &Path) -> Result<ReplicaTls, String> {
-        let certificate = load_or_generate(
-            &CertificateConfig {
-                self_signed: config.self_signed,
-                cert_file: config.cert_file.clone(),
-                key_file: config.key_file.clone(),
-            },
-            "cluster.tls",
-            cert_dir,
-            "replica",
-        )?;
+        let certificate =
+            load_or_generate(&config.certificate(), "cluster.tls", cert_dir, "replica")?;
         let tls13 = |error: rustls::Error| format!("cluster.tls: {error}");
         let mut server = rustls::ServerConfig::builder_with_provider(provider())
             .with_protocol_versions(&[&rustls::version::TLS13])

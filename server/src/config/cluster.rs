@@ -2,7 +2,7 @@
 //! authentication. Upstream 0.9's shape, so an upstream cluster configuration carries over.
 
 use super::ConfigError;
-use super::sections::Secret;
+use super::sections::{CertificateConfig, Secret};
 use super::units::HumanDuration;
 use serde::Deserialize;
 use std::net::{IpAddr, SocketAddr};
@@ -75,6 +75,17 @@ pub struct ClusterTlsConfig {
     pub key_file: PathBuf,
     /// The PEM trust anchors dialers verify peers' certificates against.
     pub ca_file: PathBuf,
+}
+
+impl ClusterTlsConfig {
+    /// Where this node's certificate comes from, as the front-ends' TLS sections say it.
+    pub fn certificate(&self) -> CertificateConfig {
+        CertificateConfig {
+            self_signed: self.self_signed,
+            cert_file: self.cert_file.clone(),
+            key_file: self.key_file.clone(),
+        }
+    }
 }
 
 impl ClusterNodeConfig {
