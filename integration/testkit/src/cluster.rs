@@ -3,7 +3,7 @@
 
 use crate::links::ReplicaLinks;
 use crate::server::{ServerOptions, TestServer};
-use crate::{free_port, slots};
+use crate::{listen_port, slots};
 use std::net::SocketAddr;
 
 /// The client ports and replica port of one roster entry.
@@ -43,11 +43,11 @@ impl TestCluster {
         let held = slots::acquire_many(count);
         let ports: Vec<NodePorts> = (0..count)
             .map(|_| NodePorts {
-                tcp: free_port(),
-                quic: free_port(),
-                http: free_port(),
-                websocket: free_port(),
-                replica: free_port(),
+                tcp: listen_port(),
+                quic: listen_port(),
+                http: listen_port(),
+                websocket: listen_port(),
+                replica: listen_port(),
             })
             .collect();
         let mut roster = vec![
