@@ -87,16 +87,19 @@ impl Reader<'_> {
     }
 }
 
-pub fn encode_state_request(key: &PartitionKey) -> Vec<u8> {
-    let mut out = Vec::with_capacity(12);
+/// A takeover's question to a replica: its state of `key`, and the term taking over.
+pub fn encode_state_request(key: &PartitionKey, term: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(20);
     key_bytes(key, &mut out);
+    out.extend_from_slice(&term.to_le_bytes());
     out
 }
 
-pub fn decode_state_request(body: &[u8]) -> Option<PartitionKey> {
+pub fn decode_state_request(body: &[u8]) -> Option<(PartitionKey, u64)> {
     let mut reader = Reader(body);
     let key = reader.key()?;
-    reader.0.is_empty().then_some(key)
+    let term = reader.u64()?;
+    reader.0.is_empty().then_some((key, term))
 }
 
 pub fn encode_state_answer(answer: &Result<ReplicaState, u32>) -> Vec<u8> {
@@ -334,7 +337,7 @@ mod tests {
 
         #[test]
         fn state_round_trips(key in key(), epochs in epochs(), end in any::<u64>(), code in any::<u32>(), ok in any::<bool>()) {
-            prop_assert_eq!(decode_state_request(&encode_state_request(&key)), Some(key));
+            prop_assert_eq!(decode_state_request(&encode_state_request(&key, end)), Some((key, end)));
             let answer = if ok { Ok(ReplicaState { epochs, end }) } else { Err(code) };
             prop_assert_eq!(decode_state_answer(&encode_state_answer(&answer)), Some(answer));
         }

@@ -106,16 +106,31 @@ impl Replicator {
         .await
     }
 
+    /// This replica's state, told to a node taking over in `term`: from then on it copies
+    /// nothing of an older term and leads in none (`LocalPartition::promise`).
+    async fn promised_state(
+        &self,
+        key: PartitionKey,
+        term: u64,
+    ) -> Result<ReplicaState, ErrorCode> {
+        self.on_partition(
+            key,
+            Box::new(move |partition| Box::pin(async move { partition.promise(term) })),
+        )
+        .await
+    }
+
     async fn store(
         &self,
         key: PartitionKey,
         fetched: Fetched,
         asked: ReplicaState,
+        term: u64,
     ) -> Result<ReplicaState, ErrorCode> {
         self.on_partition(
             key,
-            Box::new(|partition| {
-                Box::pin(async move { partition.store_fetched(fetched, &asked).await })
+            Box::new(move |partition| {
+                Box::pin(async move { partition.store_fetched(fetched, &asked, term).await })
             }),
         )
         .await
@@ -141,7 +156,10 @@ impl Replicator {
     /// The STATE request of a peer taking over: this replica's state of one partition.
     pub async fn serve_state(&self, body: &[u8]) -> Vec<u8> {
         let answer = match codec::decode_state_request(body) {
-            Some(key) => self.state(key).await.map_err(ErrorCode::code),
+            Some((key, term)) => self
+                .promised_state(key, term)
+                .await
+                .map_err(ErrorCode::code),
             None => Err(ErrorCode::InvalidCommand.code()),
         };
         codec::encode_state_answer(&answer)
@@ -259,7 +277,7 @@ async fn follow(replicator: Arc<Replicator>, key: PartitionKey, leader: NodeId, 
                     } => Some(copy.version),
                     _ => None,
                 };
-                match replicator.store(key, fetched, request.state).await {
+                match replicator.store(key, fetched, request.state, term).await {
                     Ok(now) => {
                         state = now;
                         offsets_version = version.unwrap_or(offsets_version);
@@ -283,7 +301,7 @@ async fn follow(replicator: Arc<Replicator>, key: PartitionKey, leader: NodeId, 
 async fn take_over(replicator: Arc<Replicator>, key: PartitionKey, term: u64) {
     let me = replicator.peers.me;
     loop {
-        let Ok(mine) = replicator.state(key).await else {
+        let Ok(mine) = replicator.promised_state(key, term).await else {
             tokio::time::sleep(RETRY).await;
             continue;
         };
@@ -293,7 +311,7 @@ async fn take_over(replicator: Arc<Replicator>, key: PartitionKey, term: u64) {
             let Some(mut client) = replicator.peer(id) else {
                 continue;
             };
-            let body = codec::encode_state_request(&key);
+            let body = codec::encode_state_request(&key, term);
             asking.spawn(async move {
                 let answer = client
                     .call_raw(REPLICA_STATE, &body, Duration::from_secs(2))
@@ -403,7 +421,7 @@ async fn copy_from(
         };
         let nothing = matches!(&fetched, Fetched::Messages { messages, .. } if messages.is_empty());
         state = replicator
-            .store(key, fetched, request.state)
+            .store(key, fetched, request.state, term)
             .await
             .map_err(|_| ())?;
         if nothing {

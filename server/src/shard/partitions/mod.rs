@@ -6,6 +6,8 @@ mod checksums;
 pub mod epochs;
 mod offsets;
 pub mod replica;
+#[cfg(test)]
+mod replica_tests;
 mod replication;
 
 use super::dedup::Deduplicator;
@@ -496,14 +498,18 @@ impl LocalPartition {
     }
 
     /// Removes every message and every stored offset; the log restarts at offset 0.
+    /// In a cluster, answered once a majority holds the purged log.
     pub async fn purge(&self) -> Result<(), ErrorCode> {
-        let _exclusive = self.exclusive().await?;
-        self.purge_log().await?;
-        self.offsets.borrow_mut().clear();
-        self.offsets_changed();
-        let _ = blocking::remove_dir_all(&self.dir.join("offsets")).await;
-        self.refresh_counters();
-        Ok(())
+        {
+            let _exclusive = self.exclusive().await?;
+            self.purge_log().await?;
+            self.offsets.borrow_mut().clear();
+            self.offsets_changed();
+            let _ = blocking::remove_dir_all(&self.dir.join("offsets")).await;
+            self.refresh_counters();
+        }
+        // Outside the gate: the followers' fetches that carry the purge need it.
+        self.await_purge_commit().await
     }
 
     async fn read(&self, args: PollArgs) -> Result<Polled, ErrorCode> {

@@ -143,10 +143,37 @@ impl LocalPartition {
         })
     }
 
+    /// This replica's state, for a node taking the partition over in `term`. Whatever the
+    /// taker does not learn here must not become committed in an older term afterwards, or a
+    /// batch could be acknowledged by the old leader and a replica that answered, yet be
+    /// missing from the log the taker leads with. So from now on this replica stores nothing
+    /// fetched in an older term and stops leading one (its waiting appends are answered 57).
+    pub fn promise(&self, term: u64) -> Result<ReplicaState, ErrorCode> {
+        let replication = self.replication()?;
+        if term > replication.promised.get() {
+            replication.promised.set(term);
+            if replication
+                .leading
+                .get()
+                .is_some_and(|leading| leading < term)
+            {
+                tracing::info!(partition = %self.key, term, "a newer leader is taking over: no longer leading");
+                replication.leading.set(None);
+                replication.matched.borrow_mut().clear();
+                replication.changed.notify_all();
+            }
+        }
+        self.replica_state()
+    }
+
     /// Starts leading the partition in term `epoch` (its log is the most complete of a
     /// majority by then), or stops leading it (None): appends waiting for a commit give up.
     pub async fn lead(&self, epoch: Option<u64>) -> Result<(), ErrorCode> {
         let replication = self.replication()?;
+        if epoch.is_some_and(|epoch| epoch < replication.promised.get()) {
+            // A takeover of an older term finishing after a newer one began.
+            return Err(ErrorCode::TransientNotAccepted);
+        }
         replication.matched.borrow_mut().clear();
         if let Some(epoch) = epoch {
             let end = self.storage().visible_end();
@@ -250,6 +277,34 @@ impl LocalPartition {
         Ok(())
     }
 
+    /// On the leader, after a purge: waits until a majority of the nodes (this one included)
+    /// hold the purged log, i.e. follow in its generation. A takeover prefers the highest
+    /// generation among a majority, so from then on no leader brings the purged messages
+    /// back. 57 TransientNotCommitted when that does not happen in time or the lead is lost:
+    /// the purge may still be followed, or undone by the next leader.
+    pub(super) async fn await_purge_commit(&self) -> Result<(), ErrorCode> {
+        let Some(replication) = &self.replication else {
+            return Ok(());
+        };
+        let Some(epoch) = replication.leading.get() else {
+            return Ok(());
+        };
+        let generation = replication.epochs.borrow().generation;
+        // `matched` was emptied by the purge and only counts fetches in the new generation.
+        let held = || {
+            replication.matched.borrow().len() + 1 >= replication.majority()
+                && replication.epochs.borrow().generation == generation
+        };
+        let done = || held() || replication.leading.get() != Some(epoch) || self.closed.get();
+        let _ = compio::time::timeout(COMMIT_TIMEOUT, replication.changed.wait_until(done)).await;
+        if replication.leading.get() == Some(epoch) && held() {
+            Ok(())
+        } else {
+            tracing::warn!(partition = %self.key, "a purge was not held by a majority in time");
+            Err(ErrorCode::TransientNotCommitted)
+        }
+    }
+
     /// On the leader, after a consumer offset was stored or deleted: the followers' copies
     /// are out of date.
     pub(super) fn offsets_changed(&self) {
@@ -310,11 +365,16 @@ impl LocalPartition {
             && asked.epochs.last() == request.epoch
             && asked.epochs.generation == mine.generation;
         if in_step {
-            replication
+            let joined = replication
                 .matched
                 .borrow_mut()
-                .insert(request.follower, asked.end);
+                .insert(request.follower, asked.end)
+                .is_none();
             self.advance_commit();
+            if joined {
+                // A purge waits for followers in its generation, whatever their ends.
+                replication.changed.notify_all();
+            }
             let has_more = || {
                 self.storage().visible_end() > asked.end
                     || replication.offsets_version.get() != request.offsets_version
@@ -374,14 +434,16 @@ impl LocalPartition {
 
     /// Stores a fetch's answer in this replica's log; returns what the log holds then. `asked`
     /// is the state the fetch was made from: an answer to a log that has changed since (a task
-    /// of an earlier leadership still finishing) is refused, never applied to another log.
+    /// of an earlier leadership still finishing) is refused, never applied to another log, and
+    /// so is one fetched in a term older than this replica's promise (`promise`).
     pub async fn store_fetched(
         &self,
         fetched: Fetched,
         asked: &ReplicaState,
+        term: u64,
     ) -> Result<ReplicaState, ErrorCode> {
         let replication = self.replication()?;
-        if self.replica_state()? != *asked {
+        if term < replication.promised.get() || self.replica_state()? != *asked {
             return Err(ErrorCode::TransientNotAccepted);
         }
         match fetched {

@@ -18,6 +18,9 @@ pub struct Replication {
     pub(super) epochs: RefCell<Epochs>,
     /// The term this node leads the partition in; None while it follows.
     pub(super) leading: Cell<Option<u64>>,
+    /// The highest term whose takeover this replica described its log to: it copies nothing
+    /// of an older term and leads in none since (Raft's vote, Paxos' promise).
+    pub(super) promised: Cell<u64>,
     /// Offsets below are held by a majority (as far as this node knows).
     pub(super) commit_end: Cell<u64>,
     /// On the leader: the end each follower's log reached, in this term.
@@ -48,6 +51,7 @@ impl Replication {
             voters,
             epochs: RefCell::new(epochs),
             leading: Cell::new(None),
+            promised: Cell::new(0),
             commit_end: Cell::new(0),
             matched: RefCell::new(HashMap::new()),
             offsets_version: Cell::new((0, 0)),
