@@ -204,6 +204,13 @@ impl ClusterConfig {
                         .into(),
                 ));
             }
+            if self.tls.cert_file.as_os_str().is_empty() != self.tls.key_file.as_os_str().is_empty()
+            {
+                // Else self_signed would quietly generate a certificate beside the one given.
+                return Err(ConfigError(
+                    "cluster.tls.cert_file and cluster.tls.key_file must be given together".into(),
+                ));
+            }
             if !self.tls.self_signed {
                 for (key, path) in [
                     ("cert_file", &self.tls.cert_file),
@@ -341,6 +348,14 @@ mod tests {
         cluster(&tls(&auth, "enabled = true\nself_signed = true"))
             .validate(Some(0))
             .unwrap();
+        let error = cluster(&tls(
+            &auth,
+            "enabled = true\nself_signed = true\ncert_file = \"c\"",
+        ))
+        .validate(Some(0))
+        .unwrap_err()
+        .0;
+        assert!(error.contains("given together"), "{error}");
         let error = cluster(&tls(
             &auth,
             "enabled = true\ncert_file = \"c\"\nkey_file = \"k\"",
