@@ -20,7 +20,10 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 const MAGIC: &[u8; 8] = b"RILLRAFT";
-const VERSION: u16 = 1;
+/// 2: REPLICA_STATE carries the taking-over term, and states and fetches carry
+/// `deleted_through`. Nodes of another version refuse each other's connections (upgrade a
+/// cluster all at once).
+const VERSION: u16 = 2;
 const HELLO_LENGTH: usize = 8 + 2 + 1 + 8 + 8 + 32;
 const PROOF_CONTEXT: &[u8] = b"rill-replica";
 /// Large enough for any metadata entry batch; a peer announcing more is cut off.
@@ -103,7 +106,9 @@ impl Hello {
         }
         let version = u16::from_le_bytes([bytes[8], bytes[9]]);
         if version != VERSION {
-            return Err(refused(&format!("replica protocol version {version}")));
+            return Err(refused(&format!(
+                "replica protocol version {version}, this node speaks {VERSION}"
+            )));
         }
         Ok(Hello {
             auth: bytes[10] == 1,

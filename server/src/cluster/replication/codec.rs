@@ -112,6 +112,7 @@ pub fn encode_state_answer(answer: &Result<ReplicaState, u32>) -> Vec<u8> {
         Ok(state) => {
             out.push(1);
             out.extend_from_slice(&state.end.to_le_bytes());
+            out.extend_from_slice(&state.deleted_through.to_le_bytes());
             state.epochs.encode(&mut out);
         }
     }
@@ -124,8 +125,10 @@ pub fn decode_state_answer(body: &[u8]) -> Option<Result<ReplicaState, u32>> {
         0 => Err(reader.u32()?),
         1 => {
             let end = reader.u64()?;
+            let deleted_through = reader.u64()?;
             Ok(ReplicaState {
                 end,
+                deleted_through,
                 epochs: reader.epochs()?,
             })
         }
@@ -141,6 +144,7 @@ pub fn encode_fetch_request(key: &PartitionKey, request: &FetchRequest) -> Vec<u
     out.extend_from_slice(&request.epoch.to_le_bytes());
     out.push(u8::from(request.recover));
     out.extend_from_slice(&request.state.end.to_le_bytes());
+    out.extend_from_slice(&request.state.deleted_through.to_le_bytes());
     out.extend_from_slice(&request.max_messages.to_le_bytes());
     let wait = u32::try_from(request.wait.as_millis()).unwrap_or(u32::MAX);
     out.extend_from_slice(&wait.to_le_bytes());
@@ -161,6 +165,7 @@ pub fn decode_fetch_request(body: &[u8]) -> Option<(PartitionKey, FetchRequest)>
         _ => return None,
     };
     let end = reader.u64()?;
+    let deleted_through = reader.u64()?;
     let max_messages = reader.u32()?;
     let wait = Duration::from_millis(u64::from(reader.u32()?));
     let offsets_version = (reader.u64()?, reader.u64()?);
@@ -169,7 +174,11 @@ pub fn decode_fetch_request(body: &[u8]) -> Option<(PartitionKey, FetchRequest)>
         follower,
         epoch,
         recover,
-        state: ReplicaState { epochs, end },
+        state: ReplicaState {
+            epochs,
+            end,
+            deleted_through,
+        },
         max_messages,
         wait,
         offsets_version,
@@ -291,10 +300,11 @@ mod tests {
         fn fetch_requests_round_trip(
             key in key(), epochs in epochs(), follower in any::<u64>(), epoch in any::<u64>(),
             recover in any::<bool>(), end in any::<u64>(), max in any::<u32>(), wait in 0u32..100_000,
-            version in any::<(u64, u64)>(),
+            version in any::<(u64, u64)>(), deleted_through in any::<u64>(),
         ) {
             let request = FetchRequest {
-                follower, epoch, recover, state: ReplicaState { epochs, end }, max_messages: max,
+                follower, epoch, recover, state: ReplicaState { epochs, end, deleted_through },
+                max_messages: max,
                 wait: Duration::from_millis(u64::from(wait)), offsets_version: version,
             };
             let bytes = encode_fetch_request(&key, &request);
@@ -338,7 +348,8 @@ mod tests {
         #[test]
         fn state_round_trips(key in key(), epochs in epochs(), end in any::<u64>(), code in any::<u32>(), ok in any::<bool>()) {
             prop_assert_eq!(decode_state_request(&encode_state_request(&key, end)), Some((key, end)));
-            let answer = if ok { Ok(ReplicaState { epochs, end }) } else { Err(code) };
+            let state = ReplicaState { epochs, end, deleted_through: u64::from(code) };
+            let answer = if ok { Ok(state) } else { Err(code) };
             prop_assert_eq!(decode_state_answer(&encode_state_answer(&answer)), Some(answer));
         }
 

@@ -136,6 +136,16 @@ impl Replicator {
         .await
     }
 
+    async fn catch_up_deletion(&self, key: PartitionKey, through: u64) -> Result<(), ErrorCode> {
+        self.on_partition(
+            key,
+            Box::new(move |partition| {
+                Box::pin(async move { partition.catch_up_deletion(through).await })
+            }),
+        )
+        .await
+    }
+
     async fn lead(&self, key: PartitionKey, term: Option<u64>) -> Result<(), ErrorCode> {
         self.on_partition(
             key,
@@ -377,6 +387,18 @@ async fn take_over(replicator: Arc<Replicator>, key: PartitionKey, term: u64) {
                 tokio::time::sleep(RETRY).await;
                 continue;
             }
+        }
+        // A deletion a majority followed was answered: whoever of them deleted furthest says
+        // how far (within the chosen log's generation: a purge restarts offsets).
+        let deleted = states
+            .iter()
+            .filter(|(_, state)| state.epochs.generation == target.epochs.generation)
+            .map(|(_, state)| state.deleted_through)
+            .max()
+            .unwrap_or(0);
+        if replicator.catch_up_deletion(key, deleted).await.is_err() {
+            tokio::time::sleep(RETRY).await;
+            continue;
         }
         match replicator.lead(key, Some(term)).await {
             Ok(()) => return,

@@ -487,14 +487,19 @@ impl LocalPartition {
         Ok(deleted)
     }
 
+    /// In a cluster, answered once a majority has deleted as far.
     pub async fn delete_segments(&self, count: u32) -> Result<(), ErrorCode> {
-        let _exclusive = self.exclusive().await?;
-        self.storage()
-            .delete_oldest_segments(count)
+        {
+            let _exclusive = self.exclusive().await?;
+            self.storage()
+                .delete_oldest_segments(count)
+                .await
+                .map_err(storage_error)?;
+            self.refresh_counters();
+        }
+        // Outside the gate: the followers' fetches that carry the deletion need it.
+        self.await_deletion_commit(self.storage().first_offset())
             .await
-            .map_err(storage_error)?;
-        self.refresh_counters();
-        Ok(())
     }
 
     /// Removes every message and every stored offset; the log restarts at offset 0.

@@ -24,6 +24,9 @@ use std::time::Duration;
 pub struct ReplicaState {
     pub epochs: Epochs,
     pub end: u64,
+    /// The leader's first offset below which this replica has deleted what it holds (or its
+    /// own first offset, when that is higher): how far segment deletions have reached here.
+    pub deleted_through: u64,
 }
 
 /// A request for the messages after the end of the asker's log.
@@ -121,6 +124,10 @@ impl LocalPartition {
         end: u64,
     ) -> Result<(), ErrorCode> {
         let mut adopted = replication.epochs.borrow().clone();
+        if adopted.generation != leader.generation {
+            // A purged log starts again at offset 0: older deletions say nothing about it.
+            replication.deleted_through.set(0);
+        }
         if adopted.adopt(leader, end) {
             save_epochs(&self.dir, &adopted).await?;
             *replication.epochs.borrow_mut() = adopted;
@@ -140,6 +147,10 @@ impl LocalPartition {
         Ok(ReplicaState {
             epochs: replication.epochs.borrow().clone(),
             end: self.storage().visible_end(),
+            deleted_through: replication
+                .deleted_through
+                .get()
+                .max(self.storage().first_offset()),
         })
     }
 
@@ -175,6 +186,7 @@ impl LocalPartition {
             return Err(ErrorCode::TransientNotAccepted);
         }
         replication.matched.borrow_mut().clear();
+        replication.deleted.borrow_mut().clear();
         if let Some(epoch) = epoch {
             let end = self.storage().visible_end();
             let begun = replication.epochs.borrow_mut().begin(epoch, end);
@@ -271,6 +283,8 @@ impl LocalPartition {
         replication.epochs.borrow_mut().purge(epoch);
         replication.commit_end.set(0);
         replication.matched.borrow_mut().clear();
+        replication.deleted.borrow_mut().clear();
+        replication.deleted_through.set(0);
         let epochs = replication.epochs.borrow().clone();
         save_epochs(&self.dir, &epochs).await?;
         replication.changed.notify_all();
@@ -303,6 +317,51 @@ impl LocalPartition {
             tracing::warn!(partition = %self.key, "a purge was not held by a majority in time");
             Err(ErrorCode::TransientNotCommitted)
         }
+    }
+
+    /// On the leader, after deleting segments: waits until a majority of the nodes (this one
+    /// included) have deleted what lies below `first_offset`, this log's first offset now. A
+    /// takeover deletes below the furthest deletion among a majority, so from then on no
+    /// leader serves the deleted messages again. 57 TransientNotCommitted otherwise.
+    pub(super) async fn await_deletion_commit(&self, first_offset: u64) -> Result<(), ErrorCode> {
+        let Some(replication) = &self.replication else {
+            return Ok(());
+        };
+        let Some(epoch) = replication.leading.get() else {
+            return Ok(());
+        };
+        let held = || {
+            let followed = replication
+                .deleted
+                .borrow()
+                .values()
+                .filter(|&&through| through >= first_offset)
+                .count();
+            followed + 1 >= replication.majority()
+        };
+        replication.changed.notify_all();
+        let done = || held() || replication.leading.get() != Some(epoch) || self.closed.get();
+        let _ = compio::time::timeout(COMMIT_TIMEOUT, replication.changed.wait_until(done)).await;
+        if replication.leading.get() == Some(epoch) && held() {
+            Ok(())
+        } else {
+            tracing::warn!(partition = %self.key, first_offset, "a segment deletion was not followed by a majority in time");
+            Err(ErrorCode::TransientNotCommitted)
+        }
+    }
+
+    /// On a node taking over: deletes what a majority member deleted (`deleted_through`), so
+    /// an acknowledged DeleteSegments is not undone by the change of leader.
+    pub async fn catch_up_deletion(&self, deleted_through: u64) -> Result<(), ErrorCode> {
+        let replication = self.replication()?;
+        if deleted_through > self.storage().first_offset() {
+            self.follow_deleted_segments(deleted_through).await?;
+            self.refresh_counters();
+        }
+        if deleted_through > replication.deleted_through.get() {
+            replication.deleted_through.set(deleted_through);
+        }
+        Ok(())
     }
 
     /// On the leader, after a consumer offset was stored or deleted: the followers' copies
@@ -370,14 +429,21 @@ impl LocalPartition {
                 .borrow_mut()
                 .insert(request.follower, asked.end)
                 .is_none();
+            let deleted_more = replication
+                .deleted
+                .borrow_mut()
+                .insert(request.follower, asked.deleted_through)
+                .is_none_or(|before| before < asked.deleted_through);
             self.advance_commit();
-            if joined {
-                // A purge waits for followers in its generation, whatever their ends.
+            if joined || deleted_more {
+                // A purge waits for followers in its generation, whatever their ends, and a
+                // segment deletion for followers that deleted as far.
                 replication.changed.notify_all();
             }
             let has_more = || {
                 self.storage().visible_end() > asked.end
                     || replication.offsets_version.get() != request.offsets_version
+                    || self.storage().first_offset() > asked.deleted_through
             };
             if !has_more() {
                 let wait = replication
@@ -517,6 +583,9 @@ impl LocalPartition {
                 }
                 if first_offset > self.storage().first_offset() {
                     self.follow_deleted_segments(first_offset).await?;
+                }
+                if first_offset > replication.deleted_through.get() {
+                    replication.deleted_through.set(first_offset);
                 }
                 self.refresh_counters();
             }

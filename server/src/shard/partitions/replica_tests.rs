@@ -117,7 +117,10 @@ fn a_purge_is_answered_once_a_follower_holds_the_purged_log() {
                 panic!("an empty log has nothing to cut: {answer:?}")
             };
             assert_eq!(epochs.generation, 1, "the purge's generation");
-            let purged = ReplicaState { epochs, end: 0 };
+            let purged = ReplicaState {
+                epochs,
+                ..ReplicaState::default()
+            };
             compio::time::sleep(Duration::from_millis(50)).await;
             partition.serve_fetch(fetch(7, 4, purged)).await.unwrap()
         };

@@ -25,6 +25,11 @@ pub struct Replication {
     pub(super) commit_end: Cell<u64>,
     /// On the leader: the end each follower's log reached, in this term.
     pub(super) matched: RefCell<HashMap<u64, u64>>,
+    /// On the leader: how far each follower has deleted (`ReplicaState::deleted_through`).
+    pub(super) deleted: RefCell<HashMap<u64, u64>>,
+    /// The furthest leader first offset this replica deleted below (in memory: after a restart
+    /// the log's own first offset stands for it).
+    pub(super) deleted_through: Cell<u64>,
     /// On the leader: (term, changes) of the consumer offsets, which followers copy whole
     /// whenever the version they hold differs.
     pub(super) offsets_version: Cell<(u64, u64)>,
@@ -54,6 +59,8 @@ impl Replication {
             promised: Cell::new(0),
             commit_end: Cell::new(0),
             matched: RefCell::new(HashMap::new()),
+            deleted: RefCell::new(HashMap::new()),
+            deleted_through: Cell::new(0),
             offsets_version: Cell::new((0, 0)),
             changed: WaitList::default(),
         }
