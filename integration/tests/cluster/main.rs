@@ -245,17 +245,18 @@ fn a_stranger_on_the_replica_port_is_refused() {
             .env("IGGY_CLUSTER_AUTH_SHARED_SECRET", secret),
     );
     // Garbage, then a well-formed hello from a replica id not in the roster, then one that
-    // claims a roster id but cannot prove the secret: each connection is closed unanswered
-    // or after the hello.
-    let mut hello = b"RILLRAFT".to_vec();
-    hello.extend_from_slice(&1u16.to_le_bytes());
-    hello.push(1);
+    // claims a roster id but cannot prove the secret, then a roster id speaking an older
+    // replica protocol: each connection is closed unanswered or after the hello.
     let cluster_id = xxhash_rust::xxh3::xxh3_64(b"rill-test");
-    for (claimed, proof) in [
-        (None, None),
-        (Some(7u64), None),
-        (Some(0u64), Some([0u8; 32])),
+    for (version, claimed, proof) in [
+        (2u16, None, None),
+        (2, Some(7u64), None),
+        (2, Some(0u64), Some([0u8; 32])),
+        (1, Some(0u64), None),
     ] {
+        let mut hello = b"RILLRAFT".to_vec();
+        hello.extend_from_slice(&version.to_le_bytes());
+        hello.push(1);
         let mut stream = std::net::TcpStream::connect(cluster.replica_address(1)).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
@@ -286,6 +287,7 @@ fn a_stranger_on_the_replica_port_is_refused() {
         log.contains("not a rill replica")
             && log.contains("not a peer in the roster")
             && log.contains("does not know the cluster's shared secret")
+            && log.contains("replica protocol version 1, this node speaks 2")
     };
     let deadline = Instant::now() + Duration::from_secs(5);
     while !refused(&cluster.nodes[1].log()) {
@@ -524,7 +526,7 @@ async fn replica_connections_over_tls_elect_replicate_and_refuse_plaintext() {
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     let mut hello = b"RILLRAFT".to_vec();
-    hello.extend_from_slice(&[1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0]);
+    hello.extend_from_slice(&[2, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0]);
     plain.write_all(&hello).unwrap();
     let mut answer = Vec::new();
     let _ = plain.read_to_end(&mut answer);

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! hello (each side, dialer first):
-//!   magic "RILLRAFT" | version u16 (1) | auth u8 (0 off, 1 on) | replica_id u64 |
+//!   magic "RILLRAFT" | version u16 (2) | auth u8 (0 off, 1 on) | replica_id u64 |
 //!   cluster u64 (XXH3-64 of cluster.name) | nonce [32]
 //! proof (with auth on; dialer first, then the acceptor once it has checked the dialer's):
 //!   HMAC-SHA256(secret, "rill-replica" | dialer nonce | acceptor nonce | sender replica_id u64)

@@ -388,14 +388,7 @@ async fn take_over(replicator: Arc<Replicator>, key: PartitionKey, term: u64) {
                 continue;
             }
         }
-        // A deletion a majority followed was answered: whoever of them deleted furthest says
-        // how far (within the chosen log's generation: a purge restarts offsets).
-        let deleted = states
-            .iter()
-            .filter(|(_, state)| state.epochs.generation == target.epochs.generation)
-            .map(|(_, state)| state.deleted_through)
-            .max()
-            .unwrap_or(0);
+        let deleted = deletion_to_adopt(&states, &target);
         if replicator.catch_up_deletion(key, deleted).await.is_err() {
             tokio::time::sleep(RETRY).await;
             continue;
@@ -405,6 +398,24 @@ async fn take_over(replicator: Arc<Replicator>, key: PartitionKey, term: u64) {
             Err(_) => tokio::time::sleep(RETRY).await,
         }
     }
+}
+
+/// How far a node taking over with `target`'s log deletes: a deletion a majority followed was
+/// answered, so whoever of them deleted furthest says how far, counting only replicas whose
+/// log is the chosen one up to there (a purge restarts offsets; a deleted segment of a log the
+/// chosen one parted from held other messages).
+fn deletion_to_adopt(states: &[(NodeId, ReplicaState)], target: &ReplicaState) -> u64 {
+    states
+        .iter()
+        .filter(|(_, state)| {
+            state
+                .epochs
+                .common_end(state.end, &target.epochs, target.end)
+                >= state.deleted_through
+        })
+        .map(|(_, state)| state.deleted_through)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Copies `source`'s log of one partition up to `target`'s end into this node's.
@@ -451,4 +462,37 @@ async fn copy_from(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shard::partitions::epochs::Epochs;
+
+    fn state(generation: u64, starts: &[(u64, u64)], end: u64, deleted: u64) -> ReplicaState {
+        ReplicaState {
+            epochs: Epochs {
+                generation,
+                starts: starts.to_vec(),
+            },
+            end,
+            deleted_through: deleted,
+        }
+    }
+
+    #[test]
+    fn a_takeover_adopts_the_furthest_deletion_of_the_logs_it_shares() {
+        let target = state(0, &[(1, 0), (3, 90)], 100, 20);
+        let states = vec![
+            (0, target.clone()),
+            // Same history up to 60, deleted below 50: adopted.
+            (1, state(0, &[(1, 0)], 60, 50)),
+            // Deleted below 95 in a term the chosen log parted from at 90: not adopted.
+            (2, state(0, &[(1, 0), (2, 80)], 120, 95)),
+            // Another generation (before a purge): not adopted.
+            (3, state(1, &[(1, 0)], 80, 70)),
+        ];
+        assert_eq!(deletion_to_adopt(&states, &target), 50);
+        assert_eq!(deletion_to_adopt(&states[..1], &target), 20);
+    }
 }

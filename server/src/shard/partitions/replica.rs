@@ -509,7 +509,9 @@ impl LocalPartition {
         term: u64,
     ) -> Result<ReplicaState, ErrorCode> {
         let replication = self.replication()?;
-        if term < replication.promised.get() || self.replica_state()? != *asked {
+        // The log, not how far it was trimmed (this node's own retention may have run since).
+        let now = self.replica_state()?;
+        if term < replication.promised.get() || now.epochs != asked.epochs || now.end != asked.end {
             return Err(ErrorCode::TransientNotAccepted);
         }
         match fetched {
