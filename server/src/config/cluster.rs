@@ -204,13 +204,6 @@ impl ClusterConfig {
                         .into(),
                 ));
             }
-            if self.tls.cert_file.as_os_str().is_empty() != self.tls.key_file.as_os_str().is_empty()
-            {
-                // Else self_signed would quietly generate a certificate beside the one given.
-                return Err(ConfigError(
-                    "cluster.tls.cert_file and cluster.tls.key_file must be given together".into(),
-                ));
-            }
             if !self.tls.self_signed {
                 for (key, path) in [
                     ("cert_file", &self.tls.cert_file),
@@ -225,6 +218,9 @@ impl ClusterConfig {
                     }
                 }
             }
+            // The front-ends' rule for the pair: with self_signed and one path only, a
+            // certificate would quietly be generated beside the file given.
+            self.tls.certificate().validate("cluster.tls")?;
         }
         if self.auth.enabled {
             for (key, secret) in [
@@ -340,29 +336,23 @@ mod tests {
             .replacen("shared_secret = \"\"", secret, 1);
         let tls = |config: &str, table: &str| format!("{config}\n[cluster.tls]\n{table}");
         // The roster's [[cluster.nodes]] come before: the table goes after them.
-        let error = cluster(&tls(THREE, "enabled = true\nself_signed = true"))
-            .validate(Some(0))
-            .unwrap_err()
-            .0;
+        let refusal = |config: &str, table: &str| {
+            cluster(&tls(config, table))
+                .validate(Some(0))
+                .unwrap_err()
+                .0
+        };
+        let error = refusal(THREE, "enabled = true\nself_signed = true");
         assert!(error.contains("cluster.auth.enabled"), "{error}");
         cluster(&tls(&auth, "enabled = true\nself_signed = true"))
             .validate(Some(0))
             .unwrap();
-        let error = cluster(&tls(
+        let error = refusal(
             &auth,
             "enabled = true\nself_signed = true\ncert_file = \"c\"",
-        ))
-        .validate(Some(0))
-        .unwrap_err()
-        .0;
+        );
         assert!(error.contains("given together"), "{error}");
-        let error = cluster(&tls(
-            &auth,
-            "enabled = true\ncert_file = \"c\"\nkey_file = \"k\"",
-        ))
-        .validate(Some(0))
-        .unwrap_err()
-        .0;
+        let error = refusal(&auth, "enabled = true\ncert_file = \"c\"\nkey_file = \"k\"");
         assert!(error.contains("cluster.tls.ca_file"), "{error}");
         let files = "enabled = true\ncert_file = \"c\"\nkey_file = \"k\"\nca_file = \"a\"";
         cluster(&tls(&auth, files)).validate(Some(0)).unwrap();

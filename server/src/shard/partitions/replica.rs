@@ -248,20 +248,28 @@ impl LocalPartition {
         };
         replication.changed.notify_all();
         self.advance_commit();
-        let done = || {
-            replication.commit_end.get() > last_offset
-                || replication.leading.get() != Some(epoch)
-                || self.closed.get()
-        };
-        let _ = compio::time::timeout(COMMIT_TIMEOUT, replication.changed.wait_until(done)).await;
         // Only this term's commit vouches for the batch: after a change of leader this node's
         // commit_end follows another log, whose messages at these offsets may be others.
-        if replication.leading.get() == Some(epoch) && replication.commit_end.get() > last_offset {
+        let committed = || replication.commit_end.get() > last_offset;
+        if self.held_in_time(replication, epoch, committed).await {
             Ok(())
         } else {
             tracing::warn!(partition = %self.key, last_offset, "a batch was not held by a majority in time");
             Err(ErrorCode::TransientNotCommitted)
         }
+    }
+
+    /// Waits (up to the commit timeout) until `held` while this node leads in `epoch`; true
+    /// when it is held and this node still leads in `epoch` then.
+    async fn held_in_time(
+        &self,
+        replication: &Replication,
+        epoch: u64,
+        held: impl Fn() -> bool,
+    ) -> bool {
+        let done = || held() || replication.leading.get() != Some(epoch) || self.closed.get();
+        let _ = compio::time::timeout(COMMIT_TIMEOUT, replication.changed.wait_until(done)).await;
+        replication.leading.get() == Some(epoch) && held()
     }
 
     /// The end consumers may read to: what a majority holds (None without replication).
@@ -309,9 +317,7 @@ impl LocalPartition {
             replication.matched.borrow().len() + 1 >= replication.majority()
                 && replication.epochs.borrow().generation == generation
         };
-        let done = || held() || replication.leading.get() != Some(epoch) || self.closed.get();
-        let _ = compio::time::timeout(COMMIT_TIMEOUT, replication.changed.wait_until(done)).await;
-        if replication.leading.get() == Some(epoch) && held() {
+        if self.held_in_time(replication, epoch, held).await {
             Ok(())
         } else {
             tracing::warn!(partition = %self.key, "a purge was not held by a majority in time");
@@ -340,9 +346,7 @@ impl LocalPartition {
             followed + 1 >= replication.majority()
         };
         replication.changed.notify_all();
-        let done = || held() || replication.leading.get() != Some(epoch) || self.closed.get();
-        let _ = compio::time::timeout(COMMIT_TIMEOUT, replication.changed.wait_until(done)).await;
-        if replication.leading.get() == Some(epoch) && held() {
+        if self.held_in_time(replication, epoch, held).await {
             Ok(())
         } else {
             tracing::warn!(partition = %self.key, first_offset, "a segment deletion was not followed by a majority in time");
