@@ -69,6 +69,8 @@ LAYERS = [
             "shard::state",
             "cluster::link",
             "cluster::relay",
+            "cluster::partition_call",
+            "cluster::reader",
         ],
     ),
     ("the shard: per-thread state, owned partitions, routing", ["shard", "stats"]),

@@ -2,41 +2,85 @@
 //! records GetUser, GetUsers and CreateUser answer with.
 
 use crate::metadata::{Stream, Topic, User};
-use crate::shard::table::{PartitionKey, ShardsTable};
+use crate::shard::table::{PartitionCounters, PartitionKey, ShardsTable};
 use rill_core::primitives::Name;
 use rill_core::responses::{
     PartitionInfo, StreamDetails, StreamInfo, TopicDetails, TopicInfo, UserDetails, UserInfo,
 };
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 
 fn name(text: &str) -> Name {
     Name::new(text).expect("stored names were validated on creation")
 }
 
+/// A partition's counters as the views show them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub segments_count: u32,
+    pub current_offset: u64,
+    pub size_bytes: u64,
+    pub messages_count: u64,
+}
+
+impl Counts {
+    pub fn of(counters: &PartitionCounters) -> Counts {
+        Counts {
+            segments_count: counters.segments_count.load(Ordering::Relaxed),
+            current_offset: counters.current_offset(),
+            size_bytes: counters.size_bytes.load(Ordering::Relaxed),
+            messages_count: counters.messages_count.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Where a view reads a partition's counters.
+pub trait CounterSource {
+    fn counts(&self, key: &PartitionKey) -> Counts;
+}
+
+impl CounterSource for ShardsTable {
+    fn counts(&self, key: &PartitionKey) -> Counts {
+        self.counters(key)
+            .map_or_else(Counts::default, |counters| Counts::of(&counters))
+    }
+}
+
+/// In a cluster: the counters of the partitions other nodes lead, as their leaders answered,
+/// and this node's own for the rest (and for any leader that did not answer).
+pub struct WithRemote<'a> {
+    pub table: &'a ShardsTable,
+    pub remote: &'a HashMap<PartitionKey, Counts>,
+}
+
+impl CounterSource for WithRemote<'_> {
+    fn counts(&self, key: &PartitionKey) -> Counts {
+        match self.remote.get(key) {
+            Some(counts) => *counts,
+            None => self.table.counts(key),
+        }
+    }
+}
+
 pub fn partition_info(
-    table: &ShardsTable,
+    table: &impl CounterSource,
     stream_id: u32,
     topic: &Topic,
     partition_id: u32,
     created_at: u64,
 ) -> PartitionInfo {
-    let key = PartitionKey::new(stream_id, topic.id, partition_id);
-    let counters = table.counters(&key);
-    let load = |read: fn(&crate::shard::table::PartitionCounters) -> u64| {
-        counters.as_deref().map_or(0, read)
-    };
+    let counts = table.counts(&PartitionKey::new(stream_id, topic.id, partition_id));
     PartitionInfo {
         id: partition_id,
         created_at,
-        segments_count: counters.as_deref().map_or(0, |c| {
-            c.segments_count.load(std::sync::atomic::Ordering::Relaxed)
-        }),
-        current_offset: load(|c| c.current_offset()),
-        size_bytes: load(|c| c.size_bytes.load(std::sync::atomic::Ordering::Relaxed)),
-        messages_count: load(|c| c.messages_count.load(std::sync::atomic::Ordering::Relaxed)),
+        segments_count: counts.segments_count,
+        current_offset: counts.current_offset,
+        size_bytes: counts.size_bytes,
+        messages_count: counts.messages_count,
     }
 }
 
-pub fn topic_details(table: &ShardsTable, stream_id: u32, topic: &Topic) -> TopicDetails {
+pub fn topic_details(table: &impl CounterSource, stream_id: u32, topic: &Topic) -> TopicDetails {
     let partitions: Vec<_> = topic
         .partitions
         .iter()
@@ -62,11 +106,11 @@ pub fn topic_details(table: &ShardsTable, stream_id: u32, topic: &Topic) -> Topi
     }
 }
 
-pub fn topic_info(table: &ShardsTable, stream_id: u32, topic: &Topic) -> TopicInfo {
+pub fn topic_info(table: &impl CounterSource, stream_id: u32, topic: &Topic) -> TopicInfo {
     topic_details(table, stream_id, topic).topic
 }
 
-pub fn stream_details(table: &ShardsTable, stream: &Stream) -> StreamDetails {
+pub fn stream_details(table: &impl CounterSource, stream: &Stream) -> StreamDetails {
     let topics: Vec<_> = stream
         .topics
         .values()
@@ -85,7 +129,7 @@ pub fn stream_details(table: &ShardsTable, stream: &Stream) -> StreamDetails {
     }
 }
 
-pub fn stream_info(table: &ShardsTable, stream: &Stream) -> StreamInfo {
+pub fn stream_info(table: &impl CounterSource, stream: &Stream) -> StreamInfo {
     stream_details(table, stream).stream
 }
 

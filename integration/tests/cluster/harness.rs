@@ -282,7 +282,7 @@ pub(crate) async fn payloads(client: &IggyClient, stream: u32) -> Vec<String> {
 
 /// Once the cluster is settled: the leader's index, a client logged in on it explicitly (so
 /// it stays there whatever GetClusterMetadata says), and a new stream `name` with one topic
-/// of one partition that every node holds.
+/// of one partition that every node holds, led by that same node.
 pub(crate) async fn leader_with_stream(
     cluster: &TestCluster,
     name: &str,
@@ -291,10 +291,43 @@ pub(crate) async fn leader_with_stream(
     let leader = leader_index(cluster, &view);
     let client = anonymous_client(&cluster.nodes[leader]).await;
     client.login_user("iggy", "iggy").await.expect("login");
-    let stream = create_stream(&client, name).await;
+    let stream = create_stream_led_by(&client, name, leader, cluster.nodes.len()).await;
     create_topic(&client, stream, "events", 1).await;
     for server in &cluster.nodes {
         wait_for_streams(server, &[name]).await;
     }
     (leader, client, stream)
+}
+
+/// Creates stream `name` so that partition 0 of its topic 0 is led by node `leader` (a roster
+/// index, which the test clusters make the replica id) once its topic exists in a settled
+/// cluster: streams take the lowest free id, and partition 0 of stream `s` prefers the node
+/// `s × 7 mod nodes` (`cluster::link::preference`, ARCHITECTURE.md "Cluster"). The streams
+/// created on the way are deleted again.
+pub(crate) async fn create_stream_led_by(
+    client: &IggyClient,
+    name: &str,
+    leader: usize,
+    nodes: usize,
+) -> u32 {
+    let mut fillers = Vec::new();
+    let stream = loop {
+        let stream = create_stream(client, name).await;
+        if stream as usize * 7 % nodes == leader {
+            break stream;
+        }
+        client
+            .update_stream(&id(stream), &format!("{name}-filler-{stream}"))
+            .await
+            .expect("rename a filler stream");
+        fillers.push(stream);
+        assert!(fillers.len() < nodes, "no stream id led by node {leader}");
+    };
+    for filler in fillers {
+        client
+            .delete_stream(&id(filler))
+            .await
+            .expect("delete a filler stream");
+    }
+    stream
 }

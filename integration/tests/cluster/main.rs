@@ -6,10 +6,13 @@
 //! dialed) is committed once and visible on every node, partitions included; the leader's
 //! kill -9 elects another within seconds and loses nothing acknowledged; a restarted node
 //! catches up; a stranger on the replica port is refused. `replication.rs` covers the partition
-//! data replicated to every node, `partition.rs` a network partition between running nodes.
+//! data replicated to its replicas, `placement.rs` where partitions live and lead (replication
+//! factor, spread leaders, a partition's own failover), `partition.rs` a network partition
+//! between running nodes.
 
 mod harness;
 mod partition;
+mod placement;
 mod replication;
 
 use harness::*;
@@ -249,10 +252,10 @@ fn a_stranger_on_the_replica_port_is_refused() {
     // replica protocol: each connection is closed unanswered or after the hello.
     let cluster_id = xxhash_rust::xxh3::xxh3_64(b"rill-test");
     for (version, claimed, proof) in [
-        (2u16, None, None),
-        (2, Some(7u64), None),
-        (2, Some(0u64), Some([0u8; 32])),
-        (1, Some(0u64), None),
+        (3u16, None, None),
+        (3, Some(7u64), None),
+        (3, Some(0u64), Some([0u8; 32])),
+        (2, Some(0u64), None),
     ] {
         let mut hello = b"RILLRAFT".to_vec();
         hello.extend_from_slice(&version.to_le_bytes());
@@ -287,7 +290,7 @@ fn a_stranger_on_the_replica_port_is_refused() {
         log.contains("not a rill replica")
             && log.contains("not a peer in the roster")
             && log.contains("does not know the cluster's shared secret")
-            && log.contains("replica protocol version 1, this node speaks 2")
+            && log.contains("replica protocol version 2, this node speaks 3")
     };
     let deadline = Instant::now() + Duration::from_secs(5);
     while !refused(&cluster.nodes[1].log()) {
@@ -526,7 +529,7 @@ async fn replica_connections_over_tls_elect_replicate_and_refuse_plaintext() {
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     let mut hello = b"RILLRAFT".to_vec();
-    hello.extend_from_slice(&[2, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0]);
+    hello.extend_from_slice(&[3, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0]);
     plain.write_all(&hello).unwrap();
     let mut answer = Vec::new();
     let _ = plain.read_to_end(&mut answer);

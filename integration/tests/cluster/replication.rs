@@ -137,7 +137,7 @@ async fn acknowledged_messages_survive_the_leaders_kill_and_every_node_ends_with
     let leader = leader_index(&cluster, &view);
     let (survivor, other) = ((leader + 1) % 3, (leader + 2) % 3);
     let admin = root_client(&cluster.nodes[leader]).await;
-    let stream = create_stream(&admin, "replicated").await;
+    let stream = create_stream_led_by(&admin, "replicated", leader, 3).await;
     create_topic(&admin, stream, "events", 1).await;
     for server in &cluster.nodes {
         wait_for_streams(server, &["replicated"]).await;
@@ -318,7 +318,7 @@ async fn a_replica_behind_what_the_leader_still_holds_restarts_at_the_leaders_fi
     let leader = leader_index(&cluster, &view);
     let (lagging, other) = ((leader + 1) % 3, (leader + 2) % 3);
     let client = root_client(&cluster.nodes[leader]).await;
-    let stream = create_stream(&client, "retained").await;
+    let stream = create_stream_led_by(&client, "retained", leader, 3).await;
     create_topic(&client, stream, "events", 1).await;
     for server in &cluster.nodes {
         wait_for_streams(server, &["retained"]).await;
@@ -384,7 +384,7 @@ async fn a_retry_reaching_the_next_leader_is_stored_once_with_deduplication_on()
     let leader = leader_index(&cluster, &view);
     let survivor = (leader + 1) % 3;
     let client = root_client(&cluster.nodes[leader]).await;
-    let stream = create_stream(&client, "deduplicated").await;
+    let stream = create_stream_led_by(&client, "deduplicated", leader, 3).await;
     create_topic(&client, stream, "events", 1).await;
     for server in &cluster.nodes {
         wait_for_streams(server, &["deduplicated"]).await;

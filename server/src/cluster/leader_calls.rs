@@ -1,9 +1,13 @@
 //! What a follower sends its leader, and the leader's side of it: metadata changes forwarded
 //! to the leader's control lane (`FORWARD`), and data requests relayed to run there as the
-//! client's user (`RELAY`, `GONE`). Both give up as soon as the leader they wait on is deposed.
+//! client's user (`RELAY`, `GONE`), and data calls on a partition to the node that leads it
+//! (`PARTITION`). All give up as soon as the leader they wait on is deposed.
 
-use super::link::{ClusterView, Forward, ForwardAnswer, Forwarded, ForwardedCommand, Relay};
-use super::network::{CallError, FORWARD, GONE, Peer, Peers, RELAY};
+use super::link::{
+    ClusterView, Forward, ForwardAnswer, Forwarded, ForwardedCommand, Relay, STATUS_HEALTHY,
+};
+use super::network::{CallError, FORWARD, GONE, PARTITION, Peer, Peers, RELAY};
+use super::partition_call::{self, NodeAnswer, NodeCall};
 use super::relay::{self, RelayRequest, Relayed};
 use super::types::{NodeId, Raft};
 use crate::handlers::Response;
@@ -109,8 +113,9 @@ pub(super) async fn run_forwarded(
 /// How long a relayed request may take on the leader (a long-polling consumer included).
 const RELAY_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Passes followers' data requests to the leader, each on a connection of its own from a small
-/// pool, so a slow request does not hold up the others.
+/// Passes followers' data requests to the leader, and partition calls to the partition's
+/// leader, each on a connection of its own from a small pool, so a slow request does not hold
+/// up the others.
 pub(super) async fn relay_to_leader(
     relays: flume::Receiver<Relay>,
     peers: Peers,
@@ -118,9 +123,19 @@ pub(super) async fn relay_to_leader(
 ) {
     let idle: Arc<std::sync::Mutex<Vec<Peer>>> = Arc::default();
     while let Ok(relay) = relays.recv_async().await {
-        let Some(leader) = peers.view.leader().filter(|leader| *leader != peers.me) else {
-            if let Relay::Request { reply, .. } = relay {
-                let _ = reply.send(Err(ErrorCode::TransientNotAccepted.code()));
+        let target = match &relay {
+            Relay::Partition { leader, .. } => Some(*leader),
+            Relay::Request { .. } | Relay::Gone { .. } => peers.view.leader(),
+        };
+        let Some(leader) = target.filter(|leader| *leader != peers.me) else {
+            match relay {
+                Relay::Request { reply, .. } => {
+                    let _ = reply.send(Err(ErrorCode::TransientNotAccepted.code()));
+                }
+                Relay::Partition { reply, .. } => {
+                    let _ = reply.send(Err(ErrorCode::TransientNotAccepted.code()));
+                }
+                Relay::Gone { .. } => {}
             }
             continue;
         };
@@ -140,28 +155,32 @@ pub(super) async fn relay_to_leader(
             match relay {
                 Relay::Request { request, reply } => {
                     let body = request.encode();
-                    let call = client.call_raw(RELAY, &body, RELAY_TIMEOUT);
-                    let answer = tokio::select! {
-                        answer = call => answer,
-                        // A leader that is gone may never answer (a vanished container's address
-                        // does not even refuse): give up once another leads.
-                        () = deposed(&view, leader) => {
-                            let _ = reply.send(Err(ErrorCode::Error.code()));
-                            return;
-                        }
-                    };
-                    let answer = match answer {
-                        Ok(bytes) => {
+                    let answer = call_leader(&mut client, RELAY, &body, deposed(&view, leader))
+                        .await
+                        .and_then(|bytes| {
                             relay::decode_answer(bytes).unwrap_or(Err(ErrorCode::Error.code()))
-                        }
-                        Err(CallError::Unreachable(_)) => {
-                            Err(ErrorCode::TransientNotAccepted.code())
-                        }
-                        Err(error) => {
-                            tracing::warn!(%error, "a relayed request got no answer");
-                            Err(ErrorCode::Error.code())
+                        });
+                    let _ = reply.send(answer);
+                }
+                Relay::Partition {
+                    key, call, reply, ..
+                } => {
+                    let body = partition_call::encode_call(&key, &call);
+                    // A partition whose leader moved, or whose leader went silent, is asked
+                    // again by the client: waiting on the old one could take the whole timeout.
+                    let moved = async {
+                        while view.partition_leader(&key) == Some(leader)
+                            && view.status(leader) == STATUS_HEALTHY
+                        {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
                         }
                     };
+                    let answer = call_leader(&mut client, PARTITION, &body, moved)
+                        .await
+                        .and_then(|bytes| {
+                            partition_call::decode_answer(bytes)
+                                .unwrap_or(Err(ErrorCode::Error.code()))
+                        });
                     let _ = reply.send(answer);
                 }
                 Relay::Gone { client: gone } => {
@@ -175,6 +194,31 @@ pub(super) async fn relay_to_leader(
                 idle.push(client);
             }
         });
+    }
+}
+
+/// One call to a leader that gives up once `deposed` returns (a leader that is gone may never
+/// answer: a vanished container's address does not even refuse). A call that never reached
+/// the leader is 58 TransientNotAccepted (nothing happened, the client may retry); one sent but
+/// not answered is a plain error (it may or may not have happened).
+async fn call_leader(
+    client: &mut Peer,
+    kind: u8,
+    body: &[u8],
+    deposed: impl std::future::Future<Output = ()>,
+) -> Result<Vec<u8>, u32> {
+    let call = client.call_raw(kind, body, RELAY_TIMEOUT);
+    let answer = tokio::select! {
+        answer = call => answer,
+        () = deposed => return Err(ErrorCode::Error.code()),
+    };
+    match answer {
+        Ok(bytes) => Ok(bytes),
+        Err(CallError::Unreachable(_)) => Err(ErrorCode::TransientNotAccepted.code()),
+        Err(error) => {
+            tracing::warn!(%error, "a call to a leader got no answer");
+            Err(ErrorCode::Error.code())
+        }
     }
 }
 
@@ -234,4 +278,55 @@ pub(super) async fn run_relayed(
             }
         }
     })
+}
+
+/// Runs a partition call here, where the partition is led (`partition_call.rs`). The caller
+/// checked the user; this node checks that it still leads the partition.
+pub(super) async fn run_partition_call(
+    view: &ClusterView,
+    bridge: &Bridge,
+    body: &[u8],
+) -> Result<NodeAnswer, u32> {
+    let (key, call) = partition_call::decode_call(body).ok_or(ErrorCode::InvalidCommand.code())?;
+    if view.partition_leader(&key) != Some(view.me) {
+        return Err(ErrorCode::TransientNotAccepted.code());
+    }
+    let owner = usize::from(key.owner(bridge.shard_count().max(1)));
+    bridge
+        .call_on(owner, move |shard| {
+            Box::pin(async move {
+                let target = shard.route(key)?;
+                Ok(match call {
+                    NodeCall::Append(batch) => NodeAnswer::Appended(target.append(batch).await?),
+                    NodeCall::Poll(args) => NodeAnswer::Polled(target.poll(args).await?),
+                    NodeCall::Flush { fsync } => {
+                        target.flush(fsync).await?;
+                        NodeAnswer::Done
+                    }
+                    NodeCall::DeleteSegments { count } => {
+                        target.delete_segments(count).await?;
+                        NodeAnswer::Done
+                    }
+                    NodeCall::Purge => {
+                        target.purge().await?;
+                        NodeAnswer::Done
+                    }
+                    NodeCall::StoreOffset { consumer, offset } => {
+                        target.store_offset(consumer, offset).await?;
+                        NodeAnswer::Done
+                    }
+                    NodeCall::GetOffset(consumer) => {
+                        NodeAnswer::Offset(target.offset(consumer).await?)
+                    }
+                    NodeCall::DeleteOffset(consumer) => {
+                        target.delete_offset(consumer).await?;
+                        NodeAnswer::Done
+                    }
+                    NodeCall::Counters => NodeAnswer::Counts(target.counts().await?),
+                })
+            })
+        })
+        .await
+        .unwrap_or(Err(ErrorCode::ShardCommunicationError))
+        .map_err(ErrorCode::code)
 }

@@ -3,6 +3,9 @@
 //! control lane and the cluster thread (proposals out, committed changes in).
 
 use crate::config::{ClusterConfig, NodePorts};
+use crate::metadata::{Leadership, Metadata};
+use crate::shard::table::PartitionKey;
+use dashmap::DashMap;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -94,6 +97,13 @@ pub enum Relay {
     Gone {
         client: u32,
     },
+    /// A data call on a partition another node leads (`partition_call.rs`).
+    Partition {
+        leader: u64,
+        key: PartitionKey,
+        call: super::partition_call::NodeCall,
+        reply: flume::Sender<Result<super::partition_call::NodeAnswer, u32>>,
+    },
 }
 
 /// What every shard holds of the cluster: the view, and the way to the leader for relayed
@@ -109,6 +119,53 @@ impl ClusterHandle {
     pub fn relays(&self) -> bool {
         !self.view.is_leader()
     }
+}
+
+/// A partition's nodes in preference order: the roster rotated by the partition's ids, so that
+/// a topic's partitions start on every node in turn. The first `replication_factor` of them
+/// hold the partition (its replicas), and the first of those that is reachable leads it
+/// (`control/leadership.rs`).
+pub fn preference(roster: &[u64], key: &PartitionKey) -> Vec<u64> {
+    let n = roster.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let start = (key.stream_id as usize)
+        .wrapping_mul(7)
+        .wrapping_add(key.topic_id as usize)
+        .wrapping_add(key.partition_id as usize)
+        % n;
+    (0..n).map(|i| roster[(start + i) % n]).collect()
+}
+
+/// The nodes holding a partition of a topic with `replication_factor` (at least one, at most
+/// the roster).
+pub fn replicas(roster: &[u64], key: &PartitionKey, replication_factor: u8) -> Vec<u64> {
+    let mut nodes = preference(roster, key);
+    nodes.truncate(usize::from(replication_factor).max(1));
+    nodes
+}
+
+/// The partitions this node holds: all of them on a single node; in a cluster, those whose
+/// replicas (from the topic's replication factor) include this node.
+pub fn held_partition_keys(metadata: &Metadata, cluster: &ClusterConfig) -> Vec<PartitionKey> {
+    let me = cluster.replica_id.filter(|_| cluster.enabled);
+    let roster: Vec<u64> = cluster.nodes.iter().map(|node| node.replica_id).collect();
+    let mut keys = Vec::new();
+    for stream in metadata.streams.values() {
+        for topic in stream.topics.values() {
+            keys.extend(
+                PartitionKey::of_topic(stream.id, topic)
+                    .into_iter()
+                    .filter(|key| {
+                        me.is_none_or(|me| {
+                            replicas(&roster, key, topic.replication_factor).contains(&me)
+                        })
+                    }),
+            );
+        }
+    }
+    keys
 }
 
 /// Status codes of protocol.md §7.10.
@@ -127,6 +184,14 @@ pub struct NodeView {
     pub ports: NodePorts,
     /// Milliseconds since the view was made when this node was last heard from; 0 = never.
     heard_at: AtomicU64,
+    /// When it was first heard from after a silence (or ever).
+    up_at: AtomicU64,
+}
+
+/// Where a partition lives: its replicas, and the one that leads it.
+struct Placement {
+    leader: Option<Leadership>,
+    replicas: Vec<u64>,
 }
 
 /// The roster and what this node currently believes about it.
@@ -135,6 +200,10 @@ pub struct ClusterView {
     pub me: u64,
     pub nodes: Vec<NodeView>,
     leader: AtomicU64,
+    term: AtomicU64,
+    /// Every partition's leader and replicas, from the applied metadata (`sync_leaders`).
+    partitions: DashMap<PartitionKey, Placement>,
+    leaders_changed: tokio::sync::Notify,
     /// A peer not heard from for this long is reported unreachable.
     pub freshness: Duration,
     since: Instant,
@@ -154,9 +223,13 @@ impl ClusterView {
                     host: node.client_host().to_string(),
                     ports: node.ports,
                     heard_at: AtomicU64::new(0),
+                    up_at: AtomicU64::new(0),
                 })
                 .collect(),
             leader: AtomicU64::new(NO_LEADER),
+            term: AtomicU64::new(0),
+            partitions: DashMap::new(),
+            leaders_changed: tokio::sync::Notify::new(),
             // Peers ping each other every heartbeat and wait up to two for the answer; three
             // heartbeats (at least 1.5 s) without a word is unreachable.
             freshness: (config.commit_broadcast_interval.0 * 3).max(Duration::from_millis(1500)),
@@ -168,7 +241,10 @@ impl ClusterView {
     pub fn heard(&self, replica_id: u64) {
         if let Some(node) = self.nodes.iter().find(|node| node.replica_id == replica_id) {
             let now = self.since.elapsed().as_millis() as u64;
-            node.heard_at.store(now.max(1), Ordering::Relaxed);
+            let before = node.heard_at.swap(now.max(1), Ordering::Relaxed);
+            if before == 0 || now.saturating_sub(before) > self.freshness.as_millis() as u64 {
+                node.up_at.store(now, Ordering::Relaxed);
+            }
         }
     }
 
@@ -177,12 +253,109 @@ impl ClusterView {
             .store(leader.unwrap_or(NO_LEADER), Ordering::Release);
     }
 
+    /// The metadata group's current Raft term, as this node last saw it.
+    pub fn term(&self) -> u64 {
+        self.term.load(Ordering::Acquire)
+    }
+
+    pub fn set_term(&self, term: u64) {
+        self.term.fetch_max(term, Ordering::AcqRel);
+    }
+
     pub fn leader(&self) -> Option<u64> {
         Some(self.leader.load(Ordering::Acquire)).filter(|id| *id != NO_LEADER)
     }
 
     pub fn is_leader(&self) -> bool {
         self.leader() == Some(self.me)
+    }
+
+    /// The roster's replica ids, in roster order.
+    pub fn roster(&self) -> Vec<u64> {
+        self.nodes.iter().map(|node| node.replica_id).collect()
+    }
+
+    /// Whether this node holds a partition of a topic with `replication_factor`.
+    pub fn holds(&self, key: &PartitionKey, replication_factor: u8) -> bool {
+        replicas(&self.roster(), key, replication_factor).contains(&self.me)
+    }
+
+    /// The node that leads `key`'s partition, as far as this node knows.
+    pub fn partition_leader(&self, key: &PartitionKey) -> Option<u64> {
+        self.partitions
+            .get(key)?
+            .leader
+            .map(|leadership| leadership.node)
+    }
+
+    /// The partition's leader and epoch, as last applied here.
+    pub fn leadership(&self, key: &PartitionKey) -> Option<Leadership> {
+        self.partitions.get(key)?.leader
+    }
+
+    /// The nodes holding the partition.
+    pub fn replicas(&self, key: &PartitionKey) -> Option<Vec<u64>> {
+        Some(self.partitions.get(key)?.replicas.clone())
+    }
+
+    /// Takes the partitions' leaders and replicas from the metadata, after every change
+    /// applied to it.
+    pub fn sync_leaders(&self, metadata: &Metadata) {
+        let mut present = std::collections::HashSet::new();
+        let mut changed = false;
+        let roster = self.roster();
+        for stream in metadata.streams.values() {
+            for topic in stream.topics.values() {
+                for partition in &topic.partitions {
+                    let key = PartitionKey::new(stream.id, topic.id, partition.id);
+                    present.insert(key);
+                    let placement = Placement {
+                        leader: partition.leader,
+                        replicas: replicas(&roster, &key, topic.replication_factor),
+                    };
+                    let before = self.partitions.insert(key, placement);
+                    changed |= before.is_none_or(|before| before.leader != partition.leader);
+                }
+            }
+        }
+        self.partitions.retain(|key, _| {
+            let keep = present.contains(key);
+            changed |= !keep;
+            keep
+        });
+        if changed {
+            self.leaders_changed.notify_one();
+        }
+    }
+
+    /// Returns once a partition's leader changed (since the last call returned).
+    pub async fn leaders_changed(&self) {
+        self.leaders_changed.notified().await;
+    }
+
+    /// Whether this node has run long enough to have heard from every reachable peer (they
+    /// are pinged every heartbeat): before that, a peer not heard from may simply not have been
+    /// asked yet.
+    pub fn warmed_up(&self) -> bool {
+        self.since.elapsed() >= self.freshness * 2
+    }
+
+    /// How long `replica_id` has been heard from without a gap (zero while unreachable).
+    pub fn healthy_for(&self, replica_id: u64) -> Duration {
+        if replica_id == self.me {
+            return self.since.elapsed();
+        }
+        if self.status(replica_id) != STATUS_HEALTHY {
+            return Duration::ZERO;
+        }
+        self.nodes
+            .iter()
+            .find(|node| node.replica_id == replica_id)
+            .map_or(Duration::ZERO, |node| {
+                let up = node.up_at.load(Ordering::Relaxed);
+                let now = self.since.elapsed().as_millis() as u64;
+                Duration::from_millis(now.saturating_sub(up))
+            })
     }
 
     pub fn role(&self, replica_id: u64) -> u8 {

@@ -5,7 +5,8 @@
 //! shard 0's control lane); the rest runs on the cluster thread (`node`): the replica port's
 //! bytes (`wire`) and its listener (`replica_port`), openraft's RPCs to peers (`network`), the
 //! Raft log (`store`) and the state machine that hands committed changes to the control lane
-//! (`machine`), the calls a follower makes to its leader (`leader_calls`, `relay`), the
+//! (`machine`), the calls a follower makes to its leader (`leader_calls`, `relay`) and to a partition's
+//! leader (`partition_call`), the
 //! partitions' replication tasks (`replication`), and TLS on replica connections (`tls`).
 
 mod leader_calls;
@@ -13,6 +14,8 @@ pub mod link;
 mod machine;
 mod network;
 mod node;
+pub mod partition_call;
+mod reader;
 pub mod relay;
 mod replica_port;
 mod replication;

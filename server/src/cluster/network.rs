@@ -36,6 +36,8 @@ pub const GONE: u8 = 7;
 pub const REPLICA_STATE: u8 = 8;
 /// A replica asks for the messages after its log's end (`replication/codec.rs`).
 pub const FETCH: u8 = 9;
+/// A data call on a partition this node leads (`partition_call.rs`, binary both ways).
+pub const PARTITION: u8 = 10;
 
 /// Response tags: the body is the JSON of `Result<response, RaftError>`, or a refusal's text.
 pub const ANSWER: u8 = 0;

@@ -234,7 +234,6 @@ async fn run(running: Running) {
     });
     tokio::spawn(replication::run(
         replicator.clone(),
-        raft.clone(),
         heartbeat.min(Duration::from_millis(200)),
     ));
     let serving = Arc::new(Serving {
@@ -281,6 +280,7 @@ async fn watch_leader(raft: Raft, view: Arc<ClusterView>) {
             (now.current_leader, now.state, now.current_term)
         };
         view.set_leader(leader);
+        view.set_term(term);
         if (leader, state) != shown {
             match leader {
                 Some(leader) => tracing::info!(leader, term, role = ?state, "cluster leader"),

@@ -2,11 +2,12 @@
 //! each frame it sends is dispatched by kind to openraft, the partitions' replication, or the
 //! calls a follower makes to its leader, and answered on the same connection in order.
 
-use super::leader_calls::{run_forwarded, run_relayed};
+use super::leader_calls::{run_forwarded, run_partition_call, run_relayed};
 use super::network::{
-    ANSWER, APPEND_ENTRIES, FETCH, FORWARD, GONE, INSTALL_SNAPSHOT, PING, Peers, REFUSED, RELAY,
-    REPLICA_STATE, VOTE,
+    ANSWER, APPEND_ENTRIES, FETCH, FORWARD, GONE, INSTALL_SNAPSHOT, PARTITION, PING, Peers,
+    REFUSED, RELAY, REPLICA_STATE, VOTE,
 };
+use super::partition_call;
 use super::relay;
 use super::replication::Replicator;
 use super::tls::ReplicaStream;
@@ -87,6 +88,9 @@ async fn serve_peer(stream: TcpStream, serving: &Serving, roster: &[u64]) -> std
             PING => serde_json::to_vec(&()),
             RELAY => Ok(relay::encode_answer(
                 &run_relayed(&peers.view, &serving.bridge, body).await,
+            )),
+            PARTITION => Ok(partition_call::encode_answer(
+                &run_partition_call(&peers.view, &serving.bridge, &body).await,
             )),
             REPLICA_STATE => Ok(serving.replicator.serve_state(&body).await),
             FETCH => Ok(serving.replicator.serve_fetch(&body).await),

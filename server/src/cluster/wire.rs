@@ -21,9 +21,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 const MAGIC: &[u8; 8] = b"RILLRAFT";
 /// 2: REPLICA_STATE carries the taking-over term, and states and fetches carry
-/// `deleted_through`. Nodes of another version refuse each other's connections (upgrade a
-/// cluster all at once).
-const VERSION: u16 = 2;
+/// `deleted_through`. 3: partitions are led by their assigned leaders in assignment epochs,
+/// and PARTITION calls reach them. Nodes of another version refuse each other's connections
+/// (upgrade a cluster all at once).
+const VERSION: u16 = 3;
 const HELLO_LENGTH: usize = 8 + 2 + 1 + 8 + 8 + 32;
 const PROOF_CONTEXT: &[u8] = b"rill-replica";
 /// Large enough for any metadata entry batch; a peer announcing more is cut off.

@@ -8,6 +8,11 @@ use serde::Deserialize;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
+/// Three replicas: one node may be lost with nothing acknowledged lost.
+fn default_replication_factor() -> u8 {
+    3
+}
+
 /// The shortest shared secret accepted, as upstream.
 pub const MIN_SECRET_LENGTH: usize = 32;
 
@@ -18,6 +23,10 @@ pub struct ClusterConfig {
     pub name: String,
     pub heartbeat_timeout: HumanDuration,
     pub commit_broadcast_interval: HumanDuration,
+    /// Replicas of each partition of a topic created without a replication factor (0), capped
+    /// at the node count. Not one of upstream's keys, so it has a default of its own.
+    #[serde(default = "default_replication_factor")]
+    pub replication_factor: u8,
     pub nodes: Vec<ClusterNodeConfig>,
     pub auth: ClusterAuthConfig,
     #[serde(default)]
@@ -127,6 +136,12 @@ impl ClusterConfig {
         }
         if self.name.trim().is_empty() {
             return Err(ConfigError("cluster.name must not be empty".into()));
+        }
+        if self.replication_factor == 0 {
+            return Err(ConfigError(
+                "cluster.replication_factor must be at least 1 (the replicas of each partition)"
+                    .into(),
+            ));
         }
         if self.nodes.is_empty() {
             return Err(ConfigError(

@@ -251,9 +251,20 @@ fn a_cluster_roster_from_a_file_and_the_environment() {
             ("IGGY_CLUSTER_NODES_1_PORTS_TCP_REPLICA", "9190"),
             ("IGGY_CLUSTER_NODES_0_PORTS_TCP", "8290"),
             ("IGGY_CLUSTER_AUTH_SHARED_SECRET", "s3cret"),
+            ("IGGY_CLUSTER_REPLICATION_FACTOR", "2"),
         ],
     )
     .unwrap();
+    assert_eq!(config.cluster.replication_factor, 2);
+    assert_eq!(
+        load(None, &[]).unwrap().cluster.replication_factor,
+        3,
+        "the default"
+    );
+    let mut none = config.clone();
+    none.cluster.replication_factor = 0;
+    let error = none.cluster.validate(Some(0)).unwrap_err().0;
+    assert!(error.contains("cluster.replication_factor"), "{error}");
     assert_eq!(config.cluster.nodes.len(), 2);
     assert_eq!(config.cluster.nodes[0].ports.tcp, 8290, "env over file");
     assert_eq!(config.cluster.nodes[1].ports.tcp_replica, 9190);

@@ -9,12 +9,14 @@
 //! removed). Data-plane traffic never waits on this lane.
 
 mod groups;
+mod leadership;
 mod replica;
 mod streams;
 mod tokens;
 mod topics;
 mod users;
 
+use crate::cluster::link::held_partition_keys;
 use crate::metadata::log::MetadataLog;
 use crate::metadata::{Metadata, MetadataOp, User};
 use crate::permissions::{Action, allowed};
@@ -76,6 +78,7 @@ impl ControlPlane {
         root: Option<RootCredentials>,
     ) {
         let mut next_cleanup = std::time::Instant::now() + token_cleanup_interval;
+        self.publish_leaders();
         loop {
             let now = std::time::Instant::now();
             if now >= next_cleanup {
@@ -97,6 +100,7 @@ impl ControlPlane {
                     {
                         tracing::warn!(%code, "cannot create the root user yet");
                     }
+                    self.assign_leaders().await;
                     continue;
                 }
                 Event::Closed => break,
@@ -112,8 +116,14 @@ impl ControlPlane {
                 self.forward(request.command, request.user_id, request.client_id)
                     .await
             } else {
-                self.execute(request.command, request.user_id, request.client_id)
-                    .await
+                let result = self
+                    .execute(request.command, request.user_id, request.client_id)
+                    .await;
+                // New partitions get their leaders before the client hears of them.
+                if result.is_ok() && self.link.is_some() {
+                    self.assign_leaders().await;
+                }
+                result
             };
             if let Err(code) = result {
                 tracing::debug!(command = name, %code, "control request refused");
@@ -297,7 +307,12 @@ impl ControlPlane {
     ) -> Result<(), ErrorCode> {
         let shared = &self.shard.shared;
         let mut pending = Vec::new();
-        for key in keys {
+        // In a cluster, only the partitions this node is a replica of.
+        let held: std::collections::HashSet<PartitionKey> = self
+            .metadata(|metadata| held_partition_keys(metadata, &shared.config.cluster))?
+            .into_iter()
+            .collect();
+        for key in keys.into_iter().filter(|key| held.contains(key)) {
             let owner = key.owner(shared.shard_count);
             shared.shards_table.insert_creating(key, owner);
             let (reply, response) = reply_channel();

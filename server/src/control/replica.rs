@@ -17,6 +17,7 @@ use super::ControlPlane;
 use super::streams::remove_dir;
 use crate::cluster::link::{
     Applied, Command, Forward, Forwarded, ForwardedCommand, Proposal, ProposeError,
+    held_partition_keys,
 };
 use crate::groups::GroupKey;
 use crate::layout::{stream_dir, topic_dir};
@@ -186,6 +187,14 @@ impl ControlPlane {
         Ok(payload)
     }
 
+    /// Hands the partitions' leaders, as the metadata now says, to the routing and the
+    /// replication tasks.
+    pub(super) fn publish_leaders(&self) {
+        if let Some(link) = &self.link {
+            let _ = self.metadata(|metadata| link.view.sync_leaders(metadata));
+        }
+    }
+
     fn replicated_index(&self) -> u64 {
         self.metadata(|metadata| metadata.replicated.map_or(0, |id| id.index))
             .unwrap_or(0)
@@ -230,6 +239,7 @@ impl ControlPlane {
         if let Some(before) = before {
             self.reconcile(&before).await;
         }
+        self.publish_leaders();
         let _ = applied.done.send(());
     }
 
@@ -239,8 +249,9 @@ impl ControlPlane {
             return;
         };
         let shared = &self.shard.shared;
-        let old: BTreeSet<_> = partition_keys(before).into_iter().collect();
-        let new: BTreeSet<_> = partition_keys(&after).into_iter().collect();
+        let cluster = &shared.config.cluster;
+        let old: BTreeSet<_> = held_partition_keys(before, cluster).into_iter().collect();
+        let new: BTreeSet<_> = held_partition_keys(&after, cluster).into_iter().collect();
         // Groups first: their membership must not outlive the partitions they point to.
         for stream in before.streams.values() {
             for topic in stream.topics.values() {

@@ -41,6 +41,19 @@ impl ControlPlane {
         if max_topic_size != u64::MAX && max_topic_size < system.segment.size.0 {
             return Err(ErrorCode::InvalidTopicSize);
         }
+        // On a single node the factor is only stored (0 as 1, as upstream). In a cluster it is
+        // how many nodes hold each partition: 0 is the configured default, and no more than
+        // the nodes there are.
+        let cluster = &self.shard.shared.config.cluster;
+        let replication_factor = if self.link.is_some() {
+            let wanted = match replication_factor {
+                0 => cluster.replication_factor,
+                wanted => wanted,
+            };
+            wanted.min(u8::try_from(cluster.nodes.len()).unwrap_or(u8::MAX))
+        } else {
+            replication_factor
+        };
         Ok(TopicSettings {
             name,
             compression,
@@ -113,7 +126,7 @@ impl ControlPlane {
         request: UpdateTopic,
     ) -> Result<Vec<u8>, ErrorCode> {
         let name = request.name.into_string();
-        let (stream_id, id) = self.metadata(|metadata| {
+        let (stream_id, id, replication_factor) = self.metadata(|metadata| {
             let (stream, topic) =
                 metadata.stream_and_topic(&request.stream_id, &request.topic_id)?;
             Self::require(user, Action::ManageTopic(stream.id, topic.id))?;
@@ -124,15 +137,20 @@ impl ControlPlane {
             {
                 return Err(ErrorCode::TopicNameAlreadyExists);
             }
-            Ok((stream.id, topic.id))
+            Ok((stream.id, topic.id, topic.replication_factor))
         })??;
-        let settings = self.resolve_settings(
+        let mut settings = self.resolve_settings(
             name,
             request.compression_algorithm,
             request.message_expiry,
             request.max_topic_size,
             request.replication_factor,
         )?;
+        // A partition's replicas are fixed when its topic is created: moving its data to
+        // other nodes is not done, so in a cluster the factor stays what it is.
+        if self.link.is_some() {
+            settings.replication_factor = replication_factor;
+        }
         self.commit(MetadataOp::UpdateTopic {
             stream_id,
             id,

@@ -1,6 +1,10 @@
-//! A cluster follower's data requests go to the leader, which holds the messages, offsets and
-//! group membership (`cluster::relay`): this node keeps the session (login, heartbeats) and
-//! passes each such request on as the session's user.
+//! In a cluster, group membership lives on the metadata leader, so what needs it goes there:
+//! joining, leaving and reading groups, and a group's polls and offsets, whose partition the
+//! membership decides. This node keeps the session (login, heartbeats) and passes each such
+//! request on as the session's user (`cluster::relay`). Every other data request runs here up
+//! to its partitions, which the routing sends to the nodes leading them (`Route::Node`):
+//! sends (this node picks a balanced or keyed partition), polls, offsets, flushes, purges,
+//! segment deletions, and the counters the stream and topic reads show.
 
 use super::response::{HandlerResult, Response};
 use crate::cluster::link::Relay;
@@ -8,33 +12,28 @@ use crate::cluster::relay::{RelayRequest, Relayed, leader_client_id};
 use crate::session::Session;
 use crate::shard::Shard;
 use rill_core::ErrorCode;
+use rill_core::primitives::ConsumerKind;
 use rill_core::requests::Request;
 
-/// The requests a follower relays: whatever reads or writes messages, stored offsets, group
-/// membership or the counters only the node holding the data knows. Metadata changes go
-/// through the control lane (forwarded to the leader there); sessions, logins and the node's
-/// own view (clients, stats, cluster metadata, snapshot) stay here.
+/// The requests a follower relays. Metadata changes go through the control lane (forwarded to
+/// the leader there); sessions, logins and the node's own view (clients, stats, cluster
+/// metadata, snapshot) stay here.
 pub fn relayed(request: &Request) -> bool {
-    matches!(
-        request,
-        Request::SendMessages(_)
-            | Request::PollMessages(_)
-            | Request::FlushUnsavedBuffer(_)
-            | Request::GetConsumerOffset(_)
-            | Request::StoreConsumerOffset(_)
-            | Request::DeleteConsumerOffset(_)
-            | Request::GetStream(_)
-            | Request::GetStreams(_)
-            | Request::GetTopic(_)
-            | Request::GetTopics(_)
-            | Request::PurgeStream(_)
-            | Request::PurgeTopic(_)
-            | Request::DeleteSegments(_)
-            | Request::GetConsumerGroup(_)
-            | Request::GetConsumerGroups(_)
-            | Request::JoinConsumerGroup(_)
-            | Request::LeaveConsumerGroup(_)
-    )
+    match request {
+        Request::PollMessages(request) => request.consumer.kind == ConsumerKind::ConsumerGroup,
+        Request::GetConsumerOffset(request) => request.consumer.kind == ConsumerKind::ConsumerGroup,
+        Request::StoreConsumerOffset(request) => {
+            request.consumer.kind == ConsumerKind::ConsumerGroup
+        }
+        Request::DeleteConsumerOffset(request) => {
+            request.consumer.kind == ConsumerKind::ConsumerGroup
+        }
+        Request::GetConsumerGroup(_)
+        | Request::GetConsumerGroups(_)
+        | Request::JoinConsumerGroup(_)
+        | Request::LeaveConsumerGroup(_) => true,
+        _ => false,
+    }
 }
 
 pub async fn relay(

@@ -57,6 +57,11 @@ impl Bridge {
         }
     }
 
+    /// How many shards there are (a partition's owner is `PartitionKey::owner` of it).
+    pub fn shard_count(&self) -> u16 {
+        self.shards.len() as u16
+    }
+
     /// Runs `request` as `user_id` (None: not logged in) for a client at `peer`.
     pub async fn run(
         &self,

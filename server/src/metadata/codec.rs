@@ -1,7 +1,7 @@
 //! Binary form of [`MetadataOp`] inside metadata log records. Integers are little-endian,
 //! strings are u32-length-prefixed UTF-8; the permissions blob is the wire protocol's.
 
-use super::model::{MetadataOp, PersonalAccessToken, RaftLogId, TopicSettings, User};
+use super::model::{Leadership, MetadataOp, PersonalAccessToken, RaftLogId, TopicSettings, User};
 use bytes::BufMut;
 use rill_core::primitives::{CompressionAlgorithm, Permissions, UserStatus};
 use rill_core::{Decode, DecodeError, Encode, Reader};
@@ -24,6 +24,7 @@ const DELETE_TOKEN: u8 = 15;
 const CREATE_CONSUMER_GROUP: u8 = 16;
 const DELETE_CONSUMER_GROUP: u8 = 17;
 const REPLICATED: u8 = 18;
+const ASSIGN_LEADERS: u8 = 19;
 
 fn put_optional_permissions(out: &mut Vec<u8>, permissions: &Option<Permissions>) {
     match permissions {
@@ -205,6 +206,21 @@ pub fn encode(op: &MetadataOp) -> Vec<u8> {
             out.put_u32_le(*topic_id);
             out.put_u32_le(*id);
         }
+        MetadataOp::AssignLeaders {
+            stream_id,
+            topic_id,
+            leaders,
+        } => {
+            out.put_u8(ASSIGN_LEADERS);
+            out.put_u32_le(*stream_id);
+            out.put_u32_le(*topic_id);
+            out.put_u32_le(leaders.len() as u32);
+            for (partition_id, leadership) in leaders {
+                out.put_u32_le(*partition_id);
+                out.put_u64_le(leadership.node);
+                out.put_u64_le(leadership.epoch);
+            }
+        }
         MetadataOp::Replicated { log_id, op } => {
             out.put_u8(REPLICATED);
             out.put_u64_le(log_id.term);
@@ -315,6 +331,26 @@ pub fn decode(bytes: &[u8]) -> Result<MetadataOp, DecodeError> {
             topic_id: reader.u32("topic")?,
             id: reader.u32("id")?,
         },
+        ASSIGN_LEADERS => {
+            let stream_id = reader.u32("stream")?;
+            let topic_id = reader.u32("topic")?;
+            let count = reader.u32("leaders")? as usize;
+            // Never trust the count for an allocation: each entry takes 20 bytes.
+            let mut leaders = Vec::with_capacity(count.min(reader.remaining() / 20));
+            for _ in 0..count {
+                let partition_id = reader.u32("partition")?;
+                let leadership = Leadership {
+                    node: reader.u64("node")?,
+                    epoch: reader.u64("epoch")?,
+                };
+                leaders.push((partition_id, leadership));
+            }
+            MetadataOp::AssignLeaders {
+                stream_id,
+                topic_id,
+                leaders,
+            }
+        }
         REPLICATED => {
             let log_id = RaftLogId {
                 term: reader.u64("term")?,
@@ -372,6 +408,17 @@ mod tests {
                 name: "t".into(),
             },
             MetadataOp::DeleteStream { id: 3 },
+            MetadataOp::AssignLeaders {
+                stream_id: 1,
+                topic_id: 2,
+                leaders: vec![(
+                    0,
+                    Leadership {
+                        node: 3,
+                        epoch: 4 << 32,
+                    },
+                )],
+            },
             MetadataOp::CreateTopic {
                 stream_id: 1,
                 id: 2,

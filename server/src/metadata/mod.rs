@@ -5,6 +5,6 @@ pub mod log;
 pub mod model;
 
 pub use model::{
-    ConsumerGroupMeta, Metadata, MetadataOp, PartitionMeta, PersonalAccessToken, RaftLogId, Stream,
-    Topic, TopicSettings, User, lowest_free_id,
+    ConsumerGroupMeta, Leadership, Metadata, MetadataOp, PartitionMeta, PersonalAccessToken,
+    RaftLogId, Stream, Topic, TopicSettings, User, lowest_free_id,
 };

@@ -96,6 +96,17 @@ impl Topic {
 pub struct PartitionMeta {
     pub id: u32,
     pub created_at: u64,
+    /// In a cluster: the node leading the partition, as last assigned by the metadata leader.
+    pub leader: Option<Leadership>,
+}
+
+/// A partition's leader and the epoch it leads in. Epochs only grow per partition (an
+/// assignment with an epoch not above the current one is ignored when applied), so every node
+/// agrees on one leader per epoch, and the epoch fences older leaders' replication.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Leadership {
+    pub node: u64,
+    pub epoch: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -197,6 +208,13 @@ pub enum MetadataOp {
         topic_id: u32,
         id: u32,
     },
+    /// Partitions' leaders, assigned by the cluster's metadata leader: (partition, node,
+    /// epoch) each.
+    AssignLeaders {
+        stream_id: u32,
+        topic_id: u32,
+        leaders: Vec<(u32, Leadership)>,
+    },
     /// A change committed by the cluster's metadata group (`op`), or, without one, only the
     /// log id the state has reached (a snapshot's last record).
     Replicated {
@@ -221,6 +239,23 @@ impl Metadata {
                     self.apply(op);
                 }
                 self.replicated = Some(*log_id);
+            }
+            MetadataOp::AssignLeaders {
+                stream_id,
+                topic_id,
+                leaders,
+            } => {
+                if let Some(topic) = self.topic_mut(*stream_id, *topic_id) {
+                    for (partition_id, leadership) in leaders {
+                        if let Some(partition) = topic.partitions.get_mut(*partition_id as usize)
+                            && partition
+                                .leader
+                                .is_none_or(|current| current.epoch < leadership.epoch)
+                        {
+                            partition.leader = Some(*leadership);
+                        }
+                    }
+                }
             }
             MetadataOp::CreateStream {
                 id,
@@ -263,6 +298,7 @@ impl Metadata {
                         .map(|partition_id| PartitionMeta {
                             id: partition_id,
                             created_at: *created_at,
+                            leader: None,
                         })
                         .collect();
                     stream.topics.insert(
@@ -322,6 +358,7 @@ impl Metadata {
                         .extend((first..end).map(|id| PartitionMeta {
                             id,
                             created_at: *created_at,
+                            leader: None,
                         }));
                 }
             }
@@ -499,6 +536,18 @@ impl Metadata {
                         topic_id: topic.id,
                         count: 1,
                         created_at: partition.created_at,
+                    });
+                }
+                let leaders: Vec<_> = topic
+                    .partitions
+                    .iter()
+                    .filter_map(|partition| Some((partition.id, partition.leader?)))
+                    .collect();
+                if !leaders.is_empty() {
+                    ops.push(MetadataOp::AssignLeaders {
+                        stream_id: stream.id,
+                        topic_id: topic.id,
+                        leaders,
                     });
                 }
                 for group in topic.groups.values() {

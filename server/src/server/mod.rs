@@ -57,7 +57,7 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
     }
 
     let shards_table = ShardsTable::new();
-    for key in crate::control::partition_keys(&recovered.metadata) {
+    for key in crate::cluster::link::held_partition_keys(&recovered.metadata, &config.cluster) {
         shards_table.insert_creating(key, key.owner(shard_count));
     }
     let groups = crate::groups::ConsumerGroups::new(config.consumer_group.rebalancing_timeout.0);

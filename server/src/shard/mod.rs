@@ -227,12 +227,25 @@ impl Shard {
                 .encryption
                 .as_ref()
                 .map(|master| master.partition(key.stream_id, key.topic_id, key.partition_id)),
+            // In a cluster of several nodes: the partition's replicas, a majority of which
+            // commits (one alone commits what it holds).
             replicas: self
                 .shared
                 .cluster
                 .as_ref()
-                .map(|cluster| cluster.view.nodes.len())
-                .filter(|&nodes| nodes > 1),
+                .filter(|cluster| cluster.view.nodes.len() > 1)
+                .map(|cluster| {
+                    let factor = self
+                        .metadata(|metadata| {
+                            metadata
+                                .topic_by_ids(key.stream_id, key.topic_id)
+                                .map(|topic| topic.replication_factor)
+                        })
+                        .ok()
+                        .flatten()
+                        .unwrap_or(u8::MAX);
+                    crate::cluster::link::replicas(&cluster.view.roster(), &key, factor).len()
+                }),
         };
         let partition = LocalPartition::open(
             &self.shared.config.system.path,

@@ -19,6 +19,7 @@
 //! ```
 //! `epochs` is `Epochs::encode`'s form (checksummed).
 
+use crate::cluster::reader::Reader;
 use crate::shard::message::ConsumerKey;
 use crate::shard::partitions::epochs::Epochs;
 use crate::shard::partitions::replica::{FetchRequest, Fetched, OffsetsCopy, ReplicaState};
@@ -32,32 +33,7 @@ fn key_bytes(key: &PartitionKey, out: &mut Vec<u8>) {
     out.extend_from_slice(&key.partition_id.to_le_bytes());
 }
 
-/// A cursor over a body; every read fails cleanly on a short body.
-struct Reader<'a>(&'a [u8]);
-
 impl Reader<'_> {
-    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
-        let (head, rest) = self.0.split_at_checked(N)?;
-        self.0 = rest;
-        head.try_into().ok()
-    }
-
-    fn u8(&mut self) -> Option<u8> {
-        self.take::<1>().map(|[byte]| byte)
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        self.take().map(u32::from_le_bytes)
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        self.take().map(u64::from_le_bytes)
-    }
-
-    fn key(&mut self) -> Option<PartitionKey> {
-        Some(PartitionKey::new(self.u32()?, self.u32()?, self.u32()?))
-    }
-
     fn offsets(&mut self) -> Option<Option<OffsetsCopy>> {
         match self.u8()? {
             0 => Some(None),

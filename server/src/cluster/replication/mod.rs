@@ -1,13 +1,14 @@
 //! The cluster thread's part of partition replication (the partitions' own part is
 //! `shard/partitions/replica.rs`). For every partition this node holds it runs one task whose
-//! kind follows the metadata group's leadership:
+//! kind follows the partition's leadership, as the metadata leader assigned it
+//! (`control/leadership.rs`; the epoch of an assignment is the partition's term T):
 //!
 //! * **follow** (another node leads, term T): stop leading the partition, then fetch from
 //!   the leader what follows this log's end, store it, and ask again; each fetch tells the
 //!   leader how far this log reaches, which is what the leader's commit counts. The leader
 //!   holds a fetch while it has nothing new, so a batch travels as soon as it is written.
-//! * **take over** (this node leads, term T): ask every peer for its log's state, and once a
-//!   majority (this node included) has answered, copy the most complete log among them (the
+//! * **take over** (this node leads, term T): ask the partition's other replicas for their
+//!   logs' states, and once a majority of the replicas (this node included) has answered, copy the most complete log among them (the
 //!   highest generation, then the highest last epoch, then the longest), cutting first what
 //!   this log holds that that one does not. Then lead in term T. Whatever a majority held is in
 //!   that log, so nothing acknowledged is lost (Raft's election argument, with the epochs in
@@ -19,12 +20,13 @@
 pub mod codec;
 
 use super::network::{CallError, FETCH, Peer, Peers, REPLICA_STATE};
-use super::types::{NodeId, Raft};
+use super::types::NodeId;
 use crate::http::bridge::Bridge;
+use crate::metadata::Leadership;
 use crate::shard::partitions::LocalPartition;
 use crate::shard::partitions::replica::{FetchRequest, Fetched, ReplicaState};
 use crate::shard::table::PartitionKey;
-use openraft::{BasicNode, ServerState};
+use openraft::BasicNode;
 use rill_core::ErrorCode;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -53,7 +55,7 @@ pub struct Replicator {
     pub bridge: Arc<Bridge>,
 }
 
-/// What this node does for every partition, from the metadata group's leadership.
+/// What this node does for a partition, from its assigned leadership.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Role {
     Lead { term: u64 },
@@ -62,8 +64,12 @@ enum Role {
 }
 
 impl Replicator {
-    fn majority(&self) -> usize {
-        self.members.len() / 2 + 1
+    /// The nodes holding a partition: its replicas, as the metadata says.
+    fn replicas(&self, key: &PartitionKey) -> Vec<NodeId> {
+        self.peers
+            .view
+            .replicas(key)
+            .unwrap_or_else(|| self.members.keys().copied().collect())
     }
 
     fn peer(&self, id: NodeId) -> Option<Peer> {
@@ -178,6 +184,10 @@ impl Replicator {
     /// A follower's (or a recovering leader's) FETCH.
     pub async fn serve_fetch(&self, body: &[u8]) -> Vec<u8> {
         let answer = match codec::decode_fetch_request(body) {
+            // Only a replica's fetch may count towards the commit.
+            Some((key, request)) if !self.replicas(&key).contains(&request.follower) => {
+                Err(ErrorCode::PartitionNotFound.code())
+            }
             Some((key, request)) => self
                 .on_partition(
                     key,
@@ -193,35 +203,41 @@ impl Replicator {
     }
 }
 
-/// Keeps one task per partition, of the kind the leadership asks for, for as long as this
+/// What this node does for a partition led as `leadership` says.
+fn role_of(me: NodeId, leadership: Option<Leadership>) -> Role {
+    match leadership {
+        Some(leadership) if leadership.node == me => Role::Lead {
+            term: leadership.epoch,
+        },
+        Some(leadership) => Role::Follow {
+            leader: leadership.node,
+            term: leadership.epoch,
+        },
+        None => Role::Idle,
+    }
+}
+
+/// Keeps one task per partition, of the kind its leadership asks for, for as long as this
 /// node runs. `tick` bounds how late a new partition gets its task.
-pub async fn run(replicator: Arc<Replicator>, raft: Raft, tick: Duration) {
+pub async fn run(replicator: Arc<Replicator>, tick: Duration) {
     let me = replicator.peers.me;
-    let mut metrics = raft.metrics();
+    let view = replicator.peers.view.clone();
     let mut tasks: HashMap<PartitionKey, (Role, tokio::task::JoinHandle<()>)> = HashMap::new();
     loop {
-        let role = {
-            let now = metrics.borrow();
-            match now.current_leader {
-                Some(leader) if leader == me && now.state == ServerState::Leader => Role::Lead {
-                    term: now.current_term,
-                },
-                Some(leader) if leader != me => Role::Follow {
-                    leader,
-                    term: now.current_term,
-                },
-                _ => Role::Idle,
-            }
-        };
-        let keys = replicator.partition_keys().await;
+        let roles: HashMap<PartitionKey, Role> = replicator
+            .partition_keys()
+            .await
+            .into_iter()
+            .map(|key| (key, role_of(me, view.leadership(&key))))
+            .collect();
         tasks.retain(|key, (was, task)| {
-            let keep = *was == role && keys.contains(key);
+            let keep = roles.get(key) == Some(was);
             if !keep {
                 task.abort();
             }
             keep
         });
-        for key in keys {
+        for (key, role) in roles {
             tasks.entry(key).or_insert_with(|| {
                 let replicator = replicator.clone();
                 let task = match role {
@@ -237,10 +253,7 @@ pub async fn run(replicator: Arc<Replicator>, raft: Raft, tick: Duration) {
             });
         }
         tokio::select! {
-            changed = metrics.changed() => if changed.is_err() {
-                tasks.values().for_each(|(_, task)| task.abort());
-                return;
-            },
+            () = view.leaders_changed() => {}
             () = tokio::time::sleep(tick) => {}
         }
     }
@@ -315,9 +328,11 @@ async fn take_over(replicator: Arc<Replicator>, key: PartitionKey, term: u64) {
             tokio::time::sleep(RETRY).await;
             continue;
         };
+        let replicas = replicator.replicas(&key);
+        let majority = replicas.len() / 2 + 1;
         let mut states = vec![(me, mine)];
         let mut asking = tokio::task::JoinSet::new();
-        for &id in replicator.members.keys().filter(|&&id| id != me) {
+        for &id in replicas.iter().filter(|&&id| id != me) {
             let Some(mut client) = replicator.peer(id) else {
                 continue;
             };
@@ -356,12 +371,12 @@ async fn take_over(replicator: Arc<Replicator>, key: PartitionKey, term: u64) {
                 }
                 _ => {}
             }
-            if enough_at.is_none() && states.len() >= replicator.majority() {
+            if enough_at.is_none() && states.len() >= majority {
                 enough_at = Some(tokio::time::Instant::now() + TAKEOVER_GRACE);
             }
         }
         asking.abort_all();
-        if states.len() < replicator.majority() {
+        if states.len() < majority {
             tracing::debug!(partition = %key, answered = states.len(), "a majority has not answered the takeover yet");
             tokio::time::sleep(RETRY).await;
             continue;
@@ -394,7 +409,10 @@ async fn take_over(replicator: Arc<Replicator>, key: PartitionKey, term: u64) {
             continue;
         }
         match replicator.lead(key, Some(term)).await {
-            Ok(()) => return,
+            Ok(()) => {
+                tracing::info!(partition = %key, epoch = term, replicas = ?replicas, "leading the partition");
+                return;
+            }
             Err(_) => tokio::time::sleep(RETRY).await,
         }
     }
