@@ -168,9 +168,10 @@ pub(super) async fn relay_to_leader(
                     let body = partition_call::encode_call(&key, &call);
                     // A partition whose leader moved, or whose leader went silent, is asked
                     // again by the client: waiting on the old one could take the whole timeout.
+                    // (Silence counts once this node has run long enough to have heard it.)
                     let moved = async {
                         while view.partition_leader(&key) == Some(leader)
-                            && view.status(leader) == STATUS_HEALTHY
+                            && (view.status(leader) == STATUS_HEALTHY || !view.warmed_up())
                         {
                             tokio::time::sleep(Duration::from_millis(100)).await;
                         }

@@ -275,11 +275,6 @@ impl ClusterView {
         self.nodes.iter().map(|node| node.replica_id).collect()
     }
 
-    /// Whether this node holds a partition of a topic with `replication_factor`.
-    pub fn holds(&self, key: &PartitionKey, replication_factor: u8) -> bool {
-        replicas(&self.roster(), key, replication_factor).contains(&self.me)
-    }
-
     /// The node that leads `key`'s partition, as far as this node knows.
     pub fn partition_leader(&self, key: &PartitionKey) -> Option<u64> {
         self.partitions

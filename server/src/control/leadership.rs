@@ -79,7 +79,7 @@ pub fn plan(
                 };
                 if let Some(node) = chosen.filter(|node| Some(*node) != current.map(|c| c.node)) {
                     let epoch = current
-                        .map_or(0, |current| current.epoch + 1)
+                        .map_or(0, |current| current.epoch.saturating_add(1))
                         .max(term << 32);
                     leaders.push((partition.id, Leadership { node, epoch }));
                 }
@@ -118,7 +118,16 @@ impl ControlPlane {
             return;
         }
         let judge_failures = view.warmed_up();
-        let roster: Vec<u64> = view.nodes.iter().map(|node| node.replica_id).collect();
+        let roster = view.roster();
+        // A leader that hears from no majority commits nothing: proposing would only hold the
+        // lane for the commit timeout, again and again, while it is cut off.
+        let heard = roster
+            .iter()
+            .filter(|node| health_in(&view, **node) != Health::Unreachable)
+            .count();
+        if heard < roster.len() / 2 + 1 {
+            return;
+        }
         let Ok(ops) = self.metadata(|metadata| {
             plan(
                 metadata,

@@ -8,11 +8,11 @@
 //!   leader how far this log reaches, which is what the leader's commit counts. The leader
 //!   holds a fetch while it has nothing new, so a batch travels as soon as it is written.
 //! * **take over** (this node leads, term T): ask the partition's other replicas for their
-//!   logs' states, and once a majority of the replicas (this node included) has answered, copy the most complete log among them (the
-//!   highest generation, then the highest last epoch, then the longest), cutting first what
-//!   this log holds that that one does not. Then lead in term T. Whatever a majority held is in
-//!   that log, so nothing acknowledged is lost (Raft's election argument, with the epochs in
-//!   place of log terms).
+//!   logs' states, and once a majority of the replicas (this node included) has answered, copy
+//!   the most complete log among them (the highest generation, then the highest last epoch,
+//!   then the longest), cutting first what this log holds that that one does not. Then lead in
+//!   term T. Whatever a majority held is in that log, so nothing acknowledged is lost (Raft's
+//!   election argument, with the epochs in place of log terms).
 //! * **idle** (no leader known): stop leading; appends wait for a leader.
 //!
 //! Each task has a replica connection of its own (a fetch may wait on the leader).
