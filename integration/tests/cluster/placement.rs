@@ -78,6 +78,20 @@ async fn partitions_live_on_their_replicas_with_leaders_spread_and_any_node_serv
     // Without a factor: the configured default, 3.
     let everywhere = create_topic(&admin, stream, "everywhere", 3).await;
     assert_eq!(everywhere.replication_factor, 3);
+    // 1 (the official CLI's default) is the default too, never an unreplicated topic.
+    let single = admin
+        .create_topic(
+            &id(stream),
+            "cli-default",
+            1,
+            CompressionAlgorithm::None,
+            Some(1),
+            IggyExpiry::ServerDefault,
+            MaxTopicSize::ServerDefault,
+        )
+        .await
+        .expect("a topic asked with factor 1");
+    assert_eq!(single.replication_factor, 3);
     for server in &cluster.nodes {
         wait_for_streams(server, &["placed"]).await;
     }
@@ -166,8 +180,8 @@ async fn partitions_live_on_their_replicas_with_leaders_spread_and_any_node_serv
     }
 
     // On disk: each partition of "pairs" on exactly two nodes, each of "everywhere" on all.
-    for (topic, holders) in [(0, 2), (1, 3)] {
-        for partition in 0..3 {
+    for (topic, holders) in [(0, 2), (1, 3), (2, 3)] {
+        for partition in 0..if topic == 2 { 1 } else { 3 } {
             let relative = format!("streams/{stream}/topics/{topic}/partitions/{partition}");
             let held = cluster
                 .nodes

@@ -138,6 +138,14 @@ pub fn preference(roster: &[u64], key: &PartitionKey) -> Vec<u64> {
     (0..n).map(|i| roster[(start + i) % n]).collect()
 }
 
+/// The replication factor a topic's stored factor stands for: 0 and 1 are the configured
+/// default (`[cluster] replication_factor`). 1 is what 0.8 servers store for 0 and what the
+/// official CLI sends unless told otherwise, so it cannot mean "one copy" without making every
+/// such topic unreplicated; a cluster of single copies sets the default to 1.
+pub fn effective_factor(stored: u8, default: u8) -> u8 {
+    if stored <= 1 { default } else { stored }
+}
+
 /// The nodes holding a partition of a topic with `replication_factor` (at least one, at most
 /// the roster).
 pub fn replicas(roster: &[u64], key: &PartitionKey, replication_factor: u8) -> Vec<u64> {
@@ -159,7 +167,11 @@ pub fn held_partition_keys(metadata: &Metadata, cluster: &ClusterConfig) -> Vec<
                     .into_iter()
                     .filter(|key| {
                         me.is_none_or(|me| {
-                            replicas(&roster, key, topic.replication_factor).contains(&me)
+                            let factor = effective_factor(
+                                topic.replication_factor,
+                                cluster.replication_factor,
+                            );
+                            replicas(&roster, key, factor).contains(&me)
                         })
                     }),
             );
@@ -206,6 +218,8 @@ pub struct ClusterView {
     leaders_changed: tokio::sync::Notify,
     /// A peer not heard from for this long is reported unreachable.
     pub freshness: Duration,
+    /// `[cluster] replication_factor`.
+    pub default_factor: u8,
     since: Instant,
 }
 
@@ -233,6 +247,7 @@ impl ClusterView {
             // Peers ping each other every heartbeat and wait up to two for the answer; three
             // heartbeats (at least 1.5 s) without a word is unreachable.
             freshness: (config.commit_broadcast_interval.0 * 3).max(Duration::from_millis(1500)),
+            default_factor: config.replication_factor,
             since: Instant::now(),
         }
     }
@@ -306,7 +321,11 @@ impl ClusterView {
                     present.insert(key);
                     let placement = Placement {
                         leader: partition.leader,
-                        replicas: replicas(&roster, &key, topic.replication_factor),
+                        replicas: replicas(
+                            &roster,
+                            &key,
+                            effective_factor(topic.replication_factor, self.default_factor),
+                        ),
                     };
                     let before = self.partitions.insert(key, placement);
                     changed |= before.is_none_or(|before| before.leader != partition.leader);

@@ -18,7 +18,7 @@
 //!   later term, and applying ignores any assignment not above the current epoch.
 
 use super::ControlPlane;
-use crate::cluster::link::{ClusterView, replicas};
+use crate::cluster::link::{ClusterView, effective_factor, replicas};
 use crate::metadata::{Leadership, Metadata, MetadataOp};
 use crate::shard::table::PartitionKey;
 use std::time::Duration;
@@ -44,6 +44,7 @@ pub enum Health {
 pub fn plan(
     metadata: &Metadata,
     roster: &[u64],
+    default_factor: u8,
     health: impl Fn(u64) -> Health,
     term: u64,
     judge_failures: bool,
@@ -58,7 +59,8 @@ pub fn plan(
             for partition in &topic.partitions {
                 let key = PartitionKey::new(stream.id, topic.id, partition.id);
                 // Only a replica may lead: the others hold nothing of the partition.
-                let order = replicas(roster, &key, topic.replication_factor);
+                let factor = effective_factor(topic.replication_factor, default_factor);
+                let order = replicas(roster, &key, factor);
                 let preferred = order[0];
                 let current = partition.leader;
                 let chosen = match current {
@@ -132,6 +134,7 @@ impl ControlPlane {
             plan(
                 metadata,
                 &roster,
+                view.default_factor,
                 |node| health_in(&view, node),
                 view.term(),
                 judge_failures,
@@ -194,7 +197,7 @@ mod tests {
     }
 
     fn apply_plan(metadata: &mut Metadata, health: impl Fn(u64) -> Health, term: u64) {
-        for op in plan(metadata, &[1, 2, 3], health, term, true) {
+        for op in plan(metadata, &[1, 2, 3], 3, health, term, true) {
             metadata.apply(&op);
         }
     }
@@ -211,7 +214,7 @@ mod tests {
         }
         assert_eq!(counts.into_values().collect::<Vec<_>>(), vec![2, 2, 2]);
         assert!(
-            plan(&metadata, &[1, 2, 3], |_| Health::Settled, 2, true).is_empty(),
+            plan(&metadata, &[1, 2, 3], 3, |_| Health::Settled, 2, true).is_empty(),
             "a settled assignment stays"
         );
     }
@@ -250,7 +253,7 @@ mod tests {
                 }
             }
         };
-        assert!(plan(&metadata, &[1, 2, 3], back(Health::Reachable), 3, true).is_empty());
+        assert!(plan(&metadata, &[1, 2, 3], 3, back(Health::Reachable), 3, true).is_empty());
         apply_plan(&mut metadata, back(Health::Settled), 3);
         let after = leaders(&metadata);
         assert_eq!(after[0].unwrap().node, lost);
@@ -269,7 +272,7 @@ mod tests {
                 Health::Unreachable
             }
         };
-        assert!(plan(&metadata, &[1, 2, 3], unheard, 3, false).is_empty());
+        assert!(plan(&metadata, &[1, 2, 3], 3, unheard, 3, false).is_empty());
         // A new partition gets its preferred node only.
         metadata.apply(&MetadataOp::CreatePartitions {
             stream_id: 0,
@@ -277,7 +280,7 @@ mod tests {
             count: 3,
             created_at: 0,
         });
-        for op in plan(&metadata, &[1, 2, 3], unheard, 3, false) {
+        for op in plan(&metadata, &[1, 2, 3], 3, unheard, 3, false) {
             metadata.apply(&op);
         }
         let now = leaders(&metadata);

@@ -42,14 +42,14 @@ impl ControlPlane {
             return Err(ErrorCode::InvalidTopicSize);
         }
         // On a single node the factor is only stored (0 as 1, as upstream). In a cluster it is
-        // how many nodes hold each partition: 0 is the configured default, and no more than
-        // the nodes there are.
+        // how many nodes hold each partition: 0 and 1 are the configured default
+        // (`link::effective_factor`), and no more than the nodes there are.
         let cluster = &self.shard.shared.config.cluster;
         let replication_factor = if self.link.is_some() {
-            let wanted = match replication_factor {
-                0 => cluster.replication_factor,
-                wanted => wanted,
-            };
+            let wanted = crate::cluster::link::effective_factor(
+                replication_factor,
+                cluster.replication_factor,
+            );
             wanted.min(u8::try_from(cluster.nodes.len()).unwrap_or(u8::MAX))
         } else {
             replication_factor

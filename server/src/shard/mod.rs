@@ -244,6 +244,8 @@ impl Shard {
                         .ok()
                         .flatten()
                         .unwrap_or(u8::MAX);
+                    let factor =
+                        crate::cluster::link::effective_factor(factor, cluster.view.default_factor);
                     crate::cluster::link::replicas(&cluster.view.roster(), &key, factor).len()
                 }),
         };
