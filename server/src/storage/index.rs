@@ -133,6 +133,21 @@ impl MemoryIndex {
         (low < limit).then_some(low)
     }
 
+    /// How many entries end at or before byte `position` of the segment: the relative offset of
+    /// the message starting there, when `position` is a message boundary.
+    pub(crate) fn count_ending_by(&self, position: u64) -> usize {
+        let (mut low, mut high) = (0, self.count);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if u64::from(self.get(middle).end_position) <= position {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        low
+    }
+
     /// The largest `k` in `1..=max_count` such that messages `[from, from + k)` take at most
     /// `max_bytes` (always at least one message).
     pub(crate) fn count_within(&self, from: usize, max_count: usize, max_bytes: u64) -> usize {
@@ -216,6 +231,13 @@ mod tests {
             1,
             "always at least one message"
         );
+        // Message boundaries to relative offsets, across the chunk boundary too.
+        assert_eq!(index.count_ending_by(0), 0);
+        assert_eq!(index.count_ending_by(99), 0);
+        assert_eq!(index.count_ending_by(500), 5);
+        let boundary = u64::from(entry(ENTRIES_PER_CHUNK as u32).end_position);
+        assert_eq!(index.count_ending_by(boundary), ENTRIES_PER_CHUNK + 1);
+        assert_eq!(index.count_ending_by(u64::MAX), total as usize);
         index.truncate(3);
         assert_eq!(index.len(), 3);
         index.push(&pool, entry(3));
