@@ -198,6 +198,13 @@ fi
 command -v cargo >/dev/null 2>&1 || fail "cargo is not on PATH"
 cargo build "${profile_flag[@]}" --locked -p rill-server -p rill-cli ||
     fail "cargo build ($profile) failed"
+# Docker sees only the build context: binaries built under a CARGO_TARGET_DIR elsewhere are
+# copied to where the Dockerfile (and .dockerignore) expect them.
+built="$(realpath -m "${CARGO_TARGET_DIR:-target}")/$profile"
+if [[ $built != "$(realpath -m "$binaries")" ]]; then
+    mkdir -p "$binaries"
+    cp "$built/iggy-server" "$built/iggy" "$binaries/" || fail "cannot copy the binaries from $built"
+fi
 cli="$root/$binaries/iggy"
 official="${CARGO_HOME:-$HOME/.cargo}/bin/iggy"
 if ! [[ -x $official ]] || [[ $("$official" --version 2>/dev/null) != iggy-cli* ]]; then
