@@ -117,35 +117,34 @@ impl MemoryIndex {
         }
     }
 
-    /// The first entry among the first `limit` whose timestamp is at least `timestamp`.
-    /// Timestamps never decrease within a partition, so this is a binary search.
-    pub(crate) fn first_at_or_after(&self, limit: usize, timestamp: u64) -> Option<usize> {
-        let limit = limit.min(self.count);
-        let (mut low, mut high) = (0, limit);
+    /// The number of leading entries among the first `limit` for which `before` holds; `before`
+    /// must hold for a prefix of the entries and for none after it (a binary search).
+    fn partition_point(&self, limit: usize, before: impl Fn(IndexEntry) -> bool) -> usize {
+        let (mut low, mut high) = (0, limit.min(self.count));
         while low < high {
             let middle = low + (high - low) / 2;
-            if self.get(middle).timestamp < timestamp {
-                low = middle + 1;
-            } else {
-                high = middle;
-            }
-        }
-        (low < limit).then_some(low)
-    }
-
-    /// How many entries end at or before byte `position` of the segment: the relative offset of
-    /// the message starting there, when `position` is a message boundary.
-    pub(crate) fn count_ending_by(&self, position: u64) -> usize {
-        let (mut low, mut high) = (0, self.count);
-        while low < high {
-            let middle = low + (high - low) / 2;
-            if u64::from(self.get(middle).end_position) <= position {
+            if before(self.get(middle)) {
                 low = middle + 1;
             } else {
                 high = middle;
             }
         }
         low
+    }
+
+    /// The first entry among the first `limit` whose timestamp is at least `timestamp`.
+    /// Timestamps never decrease within a partition, so this is a binary search.
+    pub(crate) fn first_at_or_after(&self, limit: usize, timestamp: u64) -> Option<usize> {
+        let first = self.partition_point(limit, |entry| entry.timestamp < timestamp);
+        (first < limit.min(self.count)).then_some(first)
+    }
+
+    /// How many entries end at or before byte `position` of the segment: the relative offset of
+    /// the message starting there, when `position` is a message boundary.
+    pub(crate) fn count_ending_by(&self, position: u64) -> usize {
+        self.partition_point(self.count, |entry| {
+            u64::from(entry.end_position) <= position
+        })
     }
 
     /// The largest `k` in `1..=max_count` such that messages `[from, from + k)` take at most

@@ -327,6 +327,8 @@ pub(super) fn journal_pieces(
             || (entry.segment_start == segment_start && entry.end() <= from)
     });
     let mut covered = from;
+    // Messages before `covered`: each piece's start is the previous piece's end.
+    let mut covered_count = index.count_ending_by(covered);
     for entry in state.journal.iter().skip(first) {
         if entry.segment_start != segment_start || covered >= to {
             break;
@@ -337,14 +339,16 @@ pub(super) fn journal_pieces(
         }
         let slice_end = to.min(entry_end);
         let whole = covered == entry.position && slice_end == entry_end;
+        let end_count = index.count_ending_by(slice_end);
         pieces.push(ReadPiece::Memory {
             bytes: entry
                 .bytes
                 .slice((covered - entry.position) as usize..(slice_end - entry.position) as usize),
-            count: (index.count_ending_by(slice_end) - index.count_ending_by(covered)) as u64,
+            count: (end_count - covered_count) as u64,
             frame_checksums: entry.frame_checksums.clone().filter(|_| whole),
         });
         covered = slice_end;
+        covered_count = end_count;
     }
     if covered != to {
         return Err(StorageError::Corrupted {
