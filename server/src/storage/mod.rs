@@ -97,7 +97,8 @@
 //! 2. The writer takes all staged buffers of the oldest segment (a *round*), preallocates the
 //!    files ahead (`fallocate`, growing in doubling steps up to `preallocate_chunk_bytes`: on
 //!    ext4 an O_DIRECT write that extends a file is partly handed to io_uring worker threads,
-//!    which steal another shard's core; an overwrite of allocated space completes inline),
+//!    which steal another shard's core; the first write into a preallocated block is still
+//!    handed to them, a rewrite of a written block completes inline),
 //!    and issues, concurrently, one vectored O_DIRECT write of the buffers and, in fsync mode,
 //!    the fdatasync of the previous round. Rounds of one partition are sequential (each
 //!    rewrites the previous round's tail block); partitions are independent. The index
