@@ -9,7 +9,7 @@ step() { printf '\n==> %s\n' "$*"; }
 step "system packages"
 scripts/install-deps.sh
 
-step "official iggy-cli 0.13.0 (for the compatibility tests)"
+step "official iggy-cli 0.13.0 and 0.14.0 (for the compatibility tests)"
 scripts/install-iggy-cli.sh
 
 step "official Python client apache-iggy 0.9.0 (for the 0.9 protocol tests)"

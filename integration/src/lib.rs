@@ -14,8 +14,9 @@
 //!   fallback used where io_uring is refused).
 //! - `RILL_PYTHON_V09`: a Python with apache-iggy 0.9.0 (default: a venv under the target
 //!   directory, created on first use).
-//! - `IGGY_CLI_BIN`: the official CLI for `tests/official_cli.rs` (default `$CARGO_HOME/bin/iggy`,
-//!   installed by `scripts/install-iggy-cli.sh`).
+//! - `IGGY_CLI_BIN` / `IGGY_CLI_V014_BIN`: the official CLI 0.13.0 / 0.14.0 for
+//!   `tests/official_cli*.rs` (default `$CARGO_HOME/bin/iggy` /
+//!   `$CARGO_HOME/iggy-cli-0.14.0/bin/iggy`, installed by `scripts/install-iggy-cli.sh`).
 //!
 //! Every `IGGY_*` variable is removed from the server's environment before the harness sets its
 //! own, so these never reach the server.
@@ -31,7 +32,8 @@
 //! - [`raw`]: a blocking raw-frame TCP client for malformed-input and pre-login cases.
 //! - [`raw_v09`]: the same for the 0.9 protocol (golden bytes, duplicates, hostile frames).
 //! - [`fixtures`]: test messages and comparisons of what was sent with what was polled.
-//! - [`official_cli`]: runs the official `iggy` CLI against a [`TestServer`] over TCP or QUIC.
+//! - [`official_cli`]: runs the official `iggy` CLI (0.13.0 or 0.14.0) against a [`TestServer`]
+//!   over TCP, QUIC or HTTP.
 
 pub mod crash_cycles;
 pub mod fixtures;

@@ -1,49 +1,120 @@
-//! The official CLI (`iggy` from crate iggy-cli 0.13.0) as a test tool: finding the binary and
-//! running it against a [`TestServer`] over TCP or QUIC, bounded in time, with its output kept
-//! for assertions.
+//! The official CLI (`iggy`) as a test tool: finding the binary of each client generation and
+//! running it against a [`TestServer`] over TCP, QUIC or HTTP, bounded in time, with its output
+//! kept for assertions.
 //!
-//! The CLI is not built by this workspace: `scripts/install-iggy-cli.sh` installs it into
-//! `$CARGO_HOME/bin` (CI runs it before the tests). Set `IGGY_CLI_BIN` to use another binary.
-//! If it is missing, the tests that need it fail and say so, rather than pass without testing.
+//! Two generations are tested: iggy-cli 0.13.0 (SDK 0.10.0, the 0.8 protocol) and iggy-cli 0.14.0
+//! (SDK 0.11.0, the 0.9 protocol). Neither is built by this workspace: `scripts/install-iggy-cli.sh`
+//! installs 0.13.0 into `$CARGO_HOME/bin` and 0.14.0 into `$CARGO_HOME/iggy-cli-0.14.0/bin` (CI
+//! runs it before the tests). `IGGY_CLI_BIN` and `IGGY_CLI_V014_BIN` override the paths. If one is
+//! missing, the tests that need it fail and say so, rather than pass without testing.
 
 use crate::server::TestServer;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub const CLI_VERSION: &str = "0.13.0";
 /// Upper bound for one CLI invocation (the SDK inside would otherwise retry a dead server).
 pub const CLI_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The CLI binary: `IGGY_CLI_BIN`, else `$CARGO_HOME/bin/iggy`; panics with installation
-/// instructions when it is missing or the wrong version.
-pub fn cli_binary() -> PathBuf {
-    let path = match std::env::var_os("IGGY_CLI_BIN") {
-        Some(path) => PathBuf::from(path),
-        None => std::env::var_os("CARGO_HOME")
+/// A generation of the official CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CliGeneration {
+    /// iggy-cli 0.13.0: the 0.8 protocol.
+    V013,
+    /// iggy-cli 0.14.0: the 0.9 protocol (256-byte headers, LoginRegister).
+    V014,
+}
+
+impl CliGeneration {
+    pub fn version(self) -> &'static str {
+        match self {
+            CliGeneration::V013 => "0.13.0",
+            CliGeneration::V014 => "0.14.0",
+        }
+    }
+
+    fn override_variable(self) -> &'static str {
+        match self {
+            CliGeneration::V013 => "IGGY_CLI_BIN",
+            CliGeneration::V014 => "IGGY_CLI_V014_BIN",
+        }
+    }
+
+    /// Where `scripts/install-iggy-cli.sh` puts it.
+    fn installed_path(self) -> PathBuf {
+        let cargo_home = std::env::var_os("CARGO_HOME")
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")))
-            .expect("CARGO_HOME or HOME is set")
-            .join("bin")
-            .join("iggy"),
-    };
+            .expect("CARGO_HOME or HOME is set");
+        match self {
+            CliGeneration::V013 => cargo_home.join("bin").join("iggy"),
+            CliGeneration::V014 => cargo_home.join("iggy-cli-0.14.0").join("bin").join("iggy"),
+        }
+    }
+}
+
+/// The 0.13.0 CLI binary; see [`cli_binary_of`].
+pub fn cli_binary() -> PathBuf {
+    cli_binary_of(CliGeneration::V013)
+}
+
+/// The CLI binary of `generation`: its override variable, else where the install script puts
+/// it; panics with installation instructions when it is missing or the wrong version.
+pub fn cli_binary_of(generation: CliGeneration) -> PathBuf {
+    let version = generation.version();
+    let path = std::env::var_os(generation.override_variable())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| generation.installed_path());
     assert!(
         path.is_file(),
-        "the official Iggy CLI is not installed at {}: run scripts/install-iggy-cli.sh \
-         (cargo install iggy-cli --version {CLI_VERSION} --locked), or set IGGY_CLI_BIN",
-        path.display()
+        "the official Iggy CLI {version} is not installed at {}: run scripts/install-iggy-cli.sh, \
+         or set {}",
+        path.display(),
+        generation.override_variable()
     );
     let output = Command::new(&path)
         .arg("--version")
         .output()
         .unwrap_or_else(|error| panic!("cannot run {} --version: {error}", path.display()));
-    let version = String::from_utf8_lossy(&output.stdout);
+    let reported = String::from_utf8_lossy(&output.stdout);
     assert!(
-        version.split_whitespace().any(|word| word == CLI_VERSION),
-        "{} reports {version:?}, expected iggy-cli {CLI_VERSION}",
+        reported.split_whitespace().any(|word| word == version),
+        "{} reports {reported:?}, expected iggy-cli {version}",
         path.display()
     );
     path
+}
+
+/// A CLI of one generation with its own context directory (`IGGY_HOME`), removed on drop.
+pub struct CliHome {
+    dir: tempfile::TempDir,
+    binary: PathBuf,
+    generation: CliGeneration,
+}
+
+impl CliHome {
+    /// iggy-cli 0.13.0.
+    pub fn new() -> Self {
+        Self::of(CliGeneration::V013)
+    }
+
+    pub fn of(generation: CliGeneration) -> Self {
+        CliHome {
+            dir: tempfile::tempdir().expect("CLI home"),
+            binary: cli_binary_of(generation),
+            generation,
+        }
+    }
+
+    pub fn generation(&self) -> CliGeneration {
+        self.generation
+    }
+}
+
+impl Default for CliHome {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// One CLI run.
@@ -114,18 +185,18 @@ pub enum Transport {
 pub fn iggy_via(
     server: &TestServer,
     transport: Transport,
-    home: &tempfile::TempDir,
+    home: &CliHome,
     auth: Auth,
     args: &[&str],
 ) -> Run {
-    let binary = cli_binary();
-    let mut command = Command::new(&binary);
+    let binary = &home.binary;
+    let mut command = Command::new(binary);
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("IGGY_") {
             command.env_remove(key);
         }
     }
-    command.env("IGGY_HOME", home.path());
+    command.env("IGGY_HOME", home.dir.path());
     match transport {
         Transport::Tcp => command.args([
             "--transport",
@@ -188,11 +259,11 @@ pub fn iggy_via(
 }
 
 /// [`iggy_via`] over TCP.
-pub fn iggy_as(server: &TestServer, home: &tempfile::TempDir, auth: Auth, args: &[&str]) -> Run {
+pub fn iggy_as(server: &TestServer, home: &CliHome, auth: Auth, args: &[&str]) -> Run {
     iggy_via(server, Transport::Tcp, home, auth, args)
 }
 
 /// [`iggy_as`] as root.
-pub fn iggy(server: &TestServer, home: &tempfile::TempDir, args: &[&str]) -> Run {
+pub fn iggy(server: &TestServer, home: &CliHome, args: &[&str]) -> Run {
     iggy_as(server, home, Auth::Credentials("iggy", "iggy"), args)
 }

@@ -3,6 +3,7 @@
 
 use bytes::Bytes;
 use iggy::prelude::*;
+use rill_integration::official_cli::CliGeneration;
 use rill_integration::sdk::{id, root_client};
 use rill_integration::{ServerOptions, TestServer};
 
@@ -116,10 +117,20 @@ async fn the_0_11_http_client_works_too() {
 
 /// The official CLI 0.13.0 with `--transport http`: what it does over TCP.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_official_cli_over_http() {
-    use rill_integration::official_cli::{Auth, Transport, iggy_via};
+async fn the_official_cli_0_13_over_http() {
+    official_cli_over_http(CliGeneration::V013).await
+}
+
+/// The official CLI 0.14.0 (SDK 0.11.0's HTTP client) with `--transport http`: the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_cli_0_14_over_http() {
+    official_cli_over_http(CliGeneration::V014).await
+}
+
+async fn official_cli_over_http(generation: CliGeneration) {
+    use rill_integration::official_cli::{Auth, CliHome, Transport, iggy_via};
     let server = http_server();
-    let home = tempfile::tempdir().expect("CLI home");
+    let home = CliHome::of(generation);
     let cli = |args: &[&str]| {
         iggy_via(
             &server,

@@ -1,25 +1,24 @@
-//! The official CLI (`iggy` from crate iggy-cli 0.13.0) driven against our server: stream and
-//! topic create/list/get/update/delete, message send/poll/flush. Results are checked both in the
-//! CLI's output and, independently, with the official SDK.
+//! The official CLI of both generations (`iggy` from iggy-cli 0.13.0 on the 0.8 protocol and from
+//! iggy-cli 0.14.0 on the 0.9 protocol) driven against our server: stream and topic
+//! create/list/get/update/delete, message send/poll/flush. Each test runs once per generation.
+//! Results are checked both in the CLI's output and, independently, with the official SDK 0.10.0.
 //! The CLI runner is `rill_integration::official_cli`.
 
 use iggy::prelude::*;
 use rill_integration::fixtures::poll_partition;
-use rill_integration::official_cli::{cli_binary, iggy};
+use rill_integration::official_cli::{CliGeneration, CliHome, iggy};
 use rill_integration::sdk::{id, named, root_client};
 use rill_integration::{ServerOptions, TestServer};
 
-#[tokio::test]
-async fn cli_creates_lists_updates_and_deletes_streams_and_topics() {
+async fn creates_lists_updates_and_deletes_streams_and_topics(generation: CliGeneration) {
     // Proves: the official CLI's stream and topic commands work against our server end to end:
     // create, list (table and list mode), get, update, delete, plus failing exit codes for a
     // duplicate stream and an unknown stream. How: run `iggy ...` and check its exit code and
     // output, and check the resulting state with the official SDK.
-    let binary = cli_binary();
     let server = TestServer::start(ServerOptions::new());
-    let home = tempfile::tempdir().expect("CLI home");
+    let home = CliHome::of(generation);
     let client = root_client(&server).await;
-    eprintln!("using {}", binary.display());
+    eprintln!("using iggy-cli {}", generation.version());
 
     iggy(&server, &home, &["stream", "list"]).success(&["No streams found"]);
     iggy(&server, &home, &["stream", "create", "alpha"]).success(&["Stream with name: alpha"]);
@@ -144,15 +143,13 @@ async fn cli_creates_lists_updates_and_deletes_streams_and_topics() {
     assert_eq!(streams[0].name, "second");
 }
 
-#[tokio::test]
-async fn cli_sends_polls_and_flushes_messages() {
+async fn sends_polls_and_flushes_messages(generation: CliGeneration) {
     // Proves: the official CLI's message commands work against our server: send with a partition
     // id (with a user header), with a message key and balanced; poll with offset, first, last and
     // next with auto-commit (a second Next finds nothing); flush with fsync. How: CLI output is
     // checked for the payloads and counts, and the official SDK reads the stored messages back.
-    cli_binary();
     let server = TestServer::start(ServerOptions::new());
-    let home = tempfile::tempdir().expect("CLI home");
+    let home = CliHome::of(generation);
     let client = root_client(&server).await;
     iggy(&server, &home, &["stream", "create", "cli"]).success(&[]);
     iggy(
@@ -355,4 +352,24 @@ async fn cli_sends_polls_and_flushes_messages() {
         &["message", "poll", "--offset", "0", "cli", "events", "7"],
     )
     .failure();
+}
+
+#[tokio::test]
+async fn cli_0_13_creates_lists_updates_and_deletes_streams_and_topics() {
+    creates_lists_updates_and_deletes_streams_and_topics(CliGeneration::V013).await
+}
+
+#[tokio::test]
+async fn cli_0_14_creates_lists_updates_and_deletes_streams_and_topics() {
+    creates_lists_updates_and_deletes_streams_and_topics(CliGeneration::V014).await
+}
+
+#[tokio::test]
+async fn cli_0_13_sends_polls_and_flushes_messages() {
+    sends_polls_and_flushes_messages(CliGeneration::V013).await
+}
+
+#[tokio::test]
+async fn cli_0_14_sends_polls_and_flushes_messages() {
+    sends_polls_and_flushes_messages(CliGeneration::V014).await
 }

@@ -2,6 +2,7 @@
 
 use crate::helpers::{OPTIONS, connect, quic_connection_string, send_and_poll_back};
 use iggy::prelude::*;
+use rill_integration::official_cli::CliGeneration;
 use rill_integration::sdk::{create_stream, create_topic, id, named};
 use rill_integration::{ServerOptions, TestServer};
 use std::time::Duration;
@@ -181,13 +182,22 @@ async fn official_sdk_over_tcp_tls_with_the_generated_certificate() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn official_cli_over_quic() {
-    // Proves: the official CLI (iggy-cli 0.13.0) with `--transport quic` manages streams and
-    // topics, sends and polls messages, and exits non-zero on a server error, against our QUIC
-    // endpoint.
-    use rill_integration::official_cli::{Auth, Transport, iggy_via};
+async fn official_cli_0_13_over_quic() {
+    official_cli_over_quic(CliGeneration::V013).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn official_cli_0_14_over_quic() {
+    official_cli_over_quic(CliGeneration::V014).await
+}
+
+async fn official_cli_over_quic(generation: CliGeneration) {
+    // Proves: the official CLI of each generation (iggy-cli 0.13.0 on the 0.8 protocol, 0.14.0
+    // on the 0.9 one) with `--transport quic` manages streams and topics, sends and polls
+    // messages, and exits non-zero on a server error, against our QUIC endpoint.
+    use rill_integration::official_cli::{Auth, CliHome, Transport, iggy_via};
     let server = TestServer::start(ServerOptions::new());
-    let home = tempfile::tempdir().expect("CLI home");
+    let home = CliHome::of(generation);
     let quic = |args: &[&str]| {
         iggy_via(
             &server,
