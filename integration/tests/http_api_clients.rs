@@ -60,6 +60,40 @@ async fn the_0_11_http_client_works_too() {
         .await
         .expect("create topic with the options 0.11 always sends");
     assert_eq!(topic.partitions_count, 2);
+    // The runtime options travel in the body's `options` map: a segment size of the topic's own
+    // (which a 2 MiB cap must hold: 1 GiB segments would be refused with 1019), and a bad value
+    // refused as over TCP.
+    let sized = TopicCreateOptions {
+        partitions_count: Some(1),
+        segment_size: Some(iggy_v011::prelude::IggyByteSize::from(1u64 << 20)),
+        max_topic_size: Some(Size11::Custom(iggy_v011::prelude::IggyByteSize::from(
+            2u64 << 20,
+        ))),
+        ..Default::default()
+    };
+    client
+        .create_topic(&Id11::numeric(stream.id).unwrap(), "sized", &sized)
+        .await
+        .expect("1 MiB segments under a 2 MiB cap");
+    let capped = TopicCreateOptions {
+        segment_size: None,
+        ..sized.clone()
+    };
+    let refused = client
+        .create_topic(&Id11::numeric(stream.id).unwrap(), "capped", &capped)
+        .await
+        .expect_err("a 2 MiB cap cannot hold a 1 GiB segment");
+    // The 0.11 HttpClient reports any HTTP error as 300 with the body in its message.
+    assert!(refused.to_string().contains("\"id\":1019"), "{refused}");
+    let odd = TopicCreateOptions {
+        segment_size: Some(iggy_v011::prelude::IggyByteSize::from(1000u64)),
+        ..Default::default()
+    };
+    let refused = client
+        .create_topic(&Id11::numeric(stream.id).unwrap(), "odd", &odd)
+        .await
+        .expect_err("a segment size under 1 MiB");
+    assert!(refused.to_string().contains("\"id\":4042"), "{refused}");
     client
         .update_topic(
             &Id11::numeric(stream.id).unwrap(),

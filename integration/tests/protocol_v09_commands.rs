@@ -368,3 +368,105 @@ async fn the_whole_command_set_of_sdk_0_11_then_a_restart() {
         "the purge restarted the offsets; the messages after it survived"
     );
 }
+
+/// Sends `batches` batches of 256 messages of 1000 bytes to partition 0 of `topic`.
+async fn send_kilobytes(client: &IggyClient, topic: &Identifier, batches: usize) {
+    for _ in 0..batches {
+        let mut batch: Vec<IggyMessage> = (0..256)
+            .map(|_| {
+                IggyMessage::builder()
+                    .payload(bytes::Bytes::from(vec![7u8; 1000]))
+                    .build()
+                    .expect("message")
+            })
+            .collect();
+        client
+            .send_messages(&id(0), topic, &Partitioning::partition_id(0), &mut batch)
+            .await
+            .expect("send");
+    }
+}
+
+async fn segments(client: &IggyClient, topic: &Identifier) -> u32 {
+    let topic = client.get_topic(&id(0), topic).await.unwrap().unwrap();
+    topic.partitions[0].segments_count
+}
+
+#[tokio::test]
+async fn a_topic_keeps_its_own_segment_size_through_a_restart() {
+    // Proves: CreateTopic's `segment_size` option (SDK 0.11.0's TopicCreateOptions) sizes that
+    // topic's segments and no other's, is kept across a restart, and is what a finite
+    // max_topic_size must hold. How: two topics, one with 1 MiB segments; about 3.1 MB into
+    // each; segment counts read back with GetTopic, then again after a restart and more sends.
+    let mut server = TestServer::start_default();
+    let client = root_client(&server).await;
+    client.create_stream("sized").await.expect("stream");
+    let mib = IggyByteSize::from(1u64 << 20);
+    let small = TopicCreateOptions {
+        partitions_count: Some(1),
+        segment_size: Some(mib),
+        ..Default::default()
+    };
+    client
+        .create_topic(&id(0), "small", &small)
+        .await
+        .expect("a topic with 1 MiB segments");
+    let plain = TopicCreateOptions {
+        partitions_count: Some(1),
+        ..Default::default()
+    };
+    client
+        .create_topic(&id(0), "plain", &plain)
+        .await
+        .expect("a topic with the server's segments");
+
+    // A 2 MiB cap holds two 1 MiB segments, not one of the server's 1 GiB.
+    let cap = Some(MaxTopicSize::from_str("2MiB").unwrap());
+    let capped = TopicCreateOptions {
+        max_topic_size: cap,
+        ..small.clone()
+    };
+    client
+        .create_topic(&id(0), "capped", &capped)
+        .await
+        .expect("2 MiB over 1 MiB segments");
+    let capped_plain = TopicCreateOptions {
+        max_topic_size: cap,
+        ..plain.clone()
+    };
+    assert_code(
+        client
+            .create_topic(&id(0), "capped-plain", &capped_plain)
+            .await,
+        1019,
+        "2 MiB cannot hold one 1 GiB segment",
+    );
+    let odd = TopicCreateOptions {
+        segment_size: Some(IggyByteSize::from((1u64 << 20) + 100)),
+        ..plain.clone()
+    };
+    assert_code(
+        client.create_topic(&id(0), "odd", &odd).await,
+        4042,
+        "a segment size that is not a multiple of 512",
+    );
+
+    send_kilobytes(&client, &named("small"), 12).await;
+    send_kilobytes(&client, &named("plain"), 12).await;
+    let before = segments(&client, &named("small")).await;
+    assert!(before >= 3, "3.1 MB in 1 MiB segments: {before} segments");
+    assert_eq!(segments(&client, &named("plain")).await, 1);
+
+    client.logout_user().await.expect("logout");
+    server.restart();
+    let client = root_client(&server).await;
+    assert_eq!(segments(&client, &named("small")).await, before);
+    send_kilobytes(&client, &named("small"), 8).await;
+    let after = segments(&client, &named("small")).await;
+    assert!(
+        after >= before + 2,
+        "2 MB more after the restart still rotate every MiB: {before} -> {after}"
+    );
+    send_kilobytes(&client, &named("plain"), 8).await;
+    assert_eq!(segments(&client, &named("plain")).await, 1);
+}

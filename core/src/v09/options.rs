@@ -88,9 +88,9 @@ fn invalid() -> DecodeError {
 }
 
 /// A topic's settings as the options of a CreateTopic or UpdateTopic carry them: None where the
-/// key was absent. Keys this server has no per-topic setting for (segment size, durability,
-/// save thresholds, preallocation) are checked as upstream checks them and then not kept:
-/// segments are sized by `system.segment.size` and durability by the server's ack mode.
+/// key was absent. Keys this server has no per-topic setting for (durability, save thresholds,
+/// preallocation) are checked as upstream checks them and then not kept: durability follows the
+/// server's ack mode, saving its write path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TopicOptions {
     pub compression: Option<CompressionAlgorithm>,
@@ -98,6 +98,9 @@ pub struct TopicOptions {
     pub message_expiry: Option<u64>,
     /// Bytes; 0 = server default, u64::MAX = unlimited.
     pub max_topic_size: Option<u64>,
+    /// Bytes, a multiple of 512 in 1 MiB..=1 GiB; None (or 0 on the wire) = the server's
+    /// `system.segment.size`. Fixed at creation: UpdateTopic refuses the key.
+    pub segment_size: Option<u64>,
 }
 
 /// The catalog of topic option keys: (key, updatable, default kind, default value bytes,
@@ -217,6 +220,7 @@ pub fn topic_options(
                         return Err(invalid());
                     }
                     segment_size = value;
+                    options.segment_size = Some(value);
                 }
             }
             "durability" | "consumer_offset_durability" => {

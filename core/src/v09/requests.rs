@@ -28,6 +28,12 @@ pub enum V09Request {
         name: Name,
         options: TopicOptions,
     },
+    /// CreateTopic with an explicit `segment_size` option, which 0.8's CreateTopic cannot carry
+    /// (without one it decodes to [`V09Request::Request`]).
+    CreateTopic {
+        request: CreateTopic,
+        segment_size: u64,
+    },
     /// DescribeOptions (13) for a scope.
     DescribeOptions(u8),
     /// SyncConsumerGroup (606): the caller's partitions in the group.
@@ -142,7 +148,7 @@ pub fn decode(code: u32, body: BytesMut) -> Result<V09Request, DecodeError> {
             let name = Name::decode(&mut reader)?;
             let options =
                 options::topic_options(&options::decode(reader.rest())?, false, partitions_count)?;
-            Request::CreateTopic(CreateTopic {
+            let request = CreateTopic {
                 stream_id,
                 partitions_count,
                 compression_algorithm: options.compression.unwrap_or(CompressionAlgorithm::None),
@@ -151,7 +157,16 @@ pub fn decode(code: u32, body: BytesMut) -> Result<V09Request, DecodeError> {
                 max_topic_size: options.max_topic_size.unwrap_or(0),
                 replication_factor: 1,
                 name,
-            })
+            };
+            match options.segment_size {
+                Some(segment_size) => {
+                    return Ok(V09Request::CreateTopic {
+                        request,
+                        segment_size,
+                    });
+                }
+                None => Request::CreateTopic(request),
+            }
         }
         304 => {
             let stream_id = Identifier::decode(&mut reader)?;
@@ -256,6 +271,30 @@ mod tests {
             panic!("a CreateTopic")
         };
         assert_eq!((topic.partitions_count, topic.message_expiry), (1, 0));
+        // A segment size of the topic's own cannot ride in 0.8's CreateTopic; 0 means none.
+        let sized = |value: &[u8]| {
+            let mut topic = b"\x01\x04\x00\x00\x00\x00\x01\x00\x00\x00\x01t".to_vec();
+            topic.extend_from_slice(b"\x02\x0c\x00\x00\x00segment_size\x02");
+            topic.extend_from_slice(&(value.len() as u32).to_le_bytes());
+            topic.extend_from_slice(value);
+            decode(302, BytesMut::from(&topic[..]))
+        };
+        let Ok(V09Request::CreateTopic {
+            request,
+            segment_size,
+        }) = sized(b"1MiB")
+        else {
+            panic!("a sized CreateTopic")
+        };
+        assert_eq!((request.name.as_str(), segment_size), ("t", 1 << 20));
+        assert!(matches!(
+            sized(b"0"),
+            Ok(V09Request::Request(Request::CreateTopic(_)))
+        ));
+        assert_eq!(
+            sized(b"1000").unwrap_err().code,
+            ErrorCode::InvalidOptionValue
+        );
         // 11.6's StoreConsumerOffset, with its ack byte.
         let store = b"\x01\x01\x04\x01\x00\x00\x00\x01\x04\x00\x00\x00\x00\x01\x04\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01";
         assert!(matches!(

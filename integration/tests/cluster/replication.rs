@@ -470,3 +470,55 @@ async fn offsets_from_zero(client: &IggyClient, stream: u32) -> Vec<u64> {
         .map(|message| message.header.offset)
         .collect()
 }
+
+/// A topic's own segment size (a 0.9 CreateTopic option that 0.8's request cannot carry),
+/// asked of a follower, is forwarded with the request to the metadata leader, and every node's
+/// replica of the topic rotates at it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_created_through_a_follower_keeps_its_segment_size_on_every_node() {
+    use iggy_v011::prelude::{StreamClient as _, TopicClient as _};
+    let cluster = TestCluster::start(3, options());
+    let view = settled_view(&cluster.nodes[0], 3).await;
+    let follower = (leader_index(&cluster, &view) + 1) % 3;
+    let client = sdk_v011::root_client(&cluster.nodes[follower]).await;
+    let stream = client.create_stream("sized").await.expect("stream").id;
+    let options = v11::TopicCreateOptions {
+        partitions_count: Some(1),
+        segment_size: Some(v11::IggyByteSize::from(1u64 << 20)),
+        ..Default::default()
+    };
+    client
+        .create_topic(&sdk_v011::id(stream), "events", &options)
+        .await
+        .expect("a topic with 1 MiB segments, through a follower");
+    // About 3.1 MB: at least three 1 MiB segments on each node.
+    for _ in 0..12 {
+        let mut batch: Vec<v11::IggyMessage> = (0..256)
+            .map(|_| {
+                v11::IggyMessage::builder()
+                    .payload(bytes::Bytes::from(vec![7u8; 1000]))
+                    .build()
+                    .expect("message")
+            })
+            .collect();
+        client
+            .send_messages(
+                &sdk_v011::id(stream),
+                &sdk_v011::id(0),
+                &v11::Partitioning::partition_id(0),
+                &mut batch,
+            )
+            .await
+            .expect("send");
+    }
+    let segments = |server: &TestServer| segment_logs(&server.data_path().join("streams")).len();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while cluster.nodes.iter().any(|server| segments(server) < 3) {
+        let counts: Vec<usize> = cluster.nodes.iter().map(segments).collect();
+        assert!(
+            Instant::now() < deadline,
+            "every replica should rotate at 1 MiB: segments per node {counts:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

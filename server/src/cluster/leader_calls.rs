@@ -75,6 +75,21 @@ pub(super) async fn run_forwarded(
                 .map_err(|_| ErrorCode::InvalidCommand.code())?;
             ControlCommand::Request(request)
         }
+        ForwardedCommand::CreateTopic {
+            payload,
+            segment_size,
+        } => {
+            let code = rill_core::requests::CommandCode::CreateTopic.code();
+            match rill_core::requests::Request::decode(code, payload.as_slice().into()) {
+                Ok(rill_core::requests::Request::CreateTopic(request)) => {
+                    ControlCommand::CreateTopic {
+                        request,
+                        segment_size,
+                    }
+                }
+                _ => return Err(ErrorCode::InvalidCommand.code()),
+            }
+        }
         ForwardedCommand::SetPassword {
             user_id,
             verified_hash,

@@ -70,6 +70,8 @@ pub struct Forwarded {
 pub enum ForwardedCommand {
     /// A protocol request: its command code and payload.
     Request { code: u32, payload: Vec<u8> },
+    /// `ControlCommand::CreateTopic`: the CreateTopic payload and the topic's segment size.
+    CreateTopic { payload: Vec<u8>, segment_size: u64 },
     /// A password change verified on the follower (`ControlCommand::SetPassword`).
     SetPassword {
         user_id: u32,

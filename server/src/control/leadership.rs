@@ -184,6 +184,7 @@ mod tests {
                 replication_factor: 3,
             },
             partitions_count: partitions,
+            segment_size: 0,
         });
         metadata
     }

@@ -198,6 +198,10 @@ impl ControlPlane {
         let user = self.user(user_id)?;
         let request = match command {
             ControlCommand::Request(request) => request,
+            ControlCommand::CreateTopic {
+                request,
+                segment_size,
+            } => return self.create_topic(&user, request, segment_size).await,
             ControlCommand::SetPassword {
                 user_id: target,
                 verified_hash,
@@ -212,7 +216,7 @@ impl ControlPlane {
             Request::CreateStream(request) => self.create_stream(&user, request).await,
             Request::UpdateStream(request) => self.update_stream(&user, request).await,
             Request::DeleteStream(request) => self.delete_stream(&user, request).await,
-            Request::CreateTopic(request) => self.create_topic(&user, request).await,
+            Request::CreateTopic(request) => self.create_topic(&user, request, 0).await,
             Request::UpdateTopic(request) => self.update_topic(&user, request).await,
             Request::DeleteTopic(request) => self.delete_topic(&user, request).await,
             Request::CreatePartitions(request) => self.create_partitions(&user, request).await,

@@ -143,6 +143,18 @@ impl ControlPlane {
                     payload,
                 }
             }
+            ControlCommand::CreateTopic {
+                request,
+                segment_size,
+            } => {
+                let request = rill_core::requests::Request::CreateTopic(request);
+                let mut payload = Vec::with_capacity(request.payload_len());
+                request.encode_payload(&mut payload);
+                ForwardedCommand::CreateTopic {
+                    payload,
+                    segment_size,
+                }
+            }
             ControlCommand::SetPassword {
                 user_id,
                 verified_hash,

@@ -16,7 +16,8 @@ use rill_core::{Encode, ErrorCode};
 const MAX_PARTITIONS_PER_REQUEST: u32 = 1000;
 
 impl ControlPlane {
-    /// Applies server defaults to a topic's expiry and size (0 = server default).
+    /// Applies server defaults to a topic's expiry and size (0 = server default). A finite size
+    /// must hold at least one of the topic's segments (`segment_size`, 0 = the server's).
     fn resolve_settings(
         &self,
         name: String,
@@ -24,6 +25,7 @@ impl ControlPlane {
         message_expiry: u64,
         max_topic_size: u64,
         replication_factor: u8,
+        segment_size: u64,
     ) -> Result<TopicSettings, ErrorCode> {
         let system = &self.shard.shared.config.system;
         let message_expiry = match message_expiry {
@@ -38,7 +40,9 @@ impl ControlPlane {
             0 => system.topic.max_size.get().map_or(u64::MAX, |size| size.0),
             value => value,
         };
-        if max_topic_size != u64::MAX && max_topic_size < system.segment.size.0 {
+        if max_topic_size != u64::MAX
+            && max_topic_size < self.shard.shared.segment_size(segment_size)
+        {
             return Err(ErrorCode::InvalidTopicSize);
         }
         // On a single node the factor is only stored (0 as 1, as upstream). In a cluster it is
@@ -63,10 +67,12 @@ impl ControlPlane {
         })
     }
 
+    /// Creates a topic; `segment_size` is its own (a 0.9 option) or 0 for the server's.
     pub(super) async fn create_topic(
         &mut self,
         user: &User,
         request: CreateTopic,
+        segment_size: u64,
     ) -> Result<Vec<u8>, ErrorCode> {
         if request.partitions_count > MAX_PARTITIONS_PER_REQUEST {
             return Err(ErrorCode::TooManyPartitions);
@@ -92,6 +98,7 @@ impl ControlPlane {
             request.message_expiry,
             request.max_topic_size,
             request.replication_factor,
+            segment_size,
         )?;
         let created_at = crate::time::now_micros();
         let partitions_count = request.partitions_count;
@@ -101,6 +108,7 @@ impl ControlPlane {
             created_at,
             settings,
             partitions_count,
+            segment_size,
         })
         .await?;
         self.open_partitions((0..partitions_count).map(|p| PartitionKey::new(stream_id, id, p)))
@@ -126,7 +134,7 @@ impl ControlPlane {
         request: UpdateTopic,
     ) -> Result<Vec<u8>, ErrorCode> {
         let name = request.name.into_string();
-        let (stream_id, id, replication_factor) = self.metadata(|metadata| {
+        let (stream_id, id, replication_factor, segment_size) = self.metadata(|metadata| {
             let (stream, topic) =
                 metadata.stream_and_topic(&request.stream_id, &request.topic_id)?;
             Self::require(user, Action::ManageTopic(stream.id, topic.id))?;
@@ -137,7 +145,12 @@ impl ControlPlane {
             {
                 return Err(ErrorCode::TopicNameAlreadyExists);
             }
-            Ok((stream.id, topic.id, topic.replication_factor))
+            Ok((
+                stream.id,
+                topic.id,
+                topic.replication_factor,
+                topic.segment_size,
+            ))
         })??;
         let mut settings = self.resolve_settings(
             name,
@@ -145,6 +158,7 @@ impl ControlPlane {
             request.message_expiry,
             request.max_topic_size,
             request.replication_factor,
+            segment_size,
         )?;
         // A partition's replicas are fixed when its topic is created: moving its data to
         // other nodes is not done, so in a cluster the factor stays what it is.

@@ -9,6 +9,7 @@ use crate::handlers::{self, Response};
 use crate::metrics;
 use crate::session::Session;
 use crate::shard::Shard;
+use crate::shard::message::ControlCommand;
 use bytes::{Bytes, BytesMut};
 use rill_core::requests::{GetTopic, LogoutUser, UpdateTopic};
 use rill_core::responses::TopicDetails;
@@ -293,29 +294,31 @@ async fn execute(
                 Err(code) => Err(code),
             }
         }
-        V09Request::DescribeOptions(scope) => {
-            let result = options::describe(scope)
-                .map(Response::Bytes)
-                .map_err(|error| error.code);
-            record(
+        V09Request::CreateTopic {
+            request,
+            segment_size,
+        } => {
+            // What handlers::handle does with a CreateTopic, carrying the segment size along.
+            let command = ControlCommand::CreateTopic {
+                request,
+                segment_size,
+            };
+            let result = shard.control(command, session).await;
+            recorded(
                 shard,
                 session,
                 slot,
-                result.as_ref().err().copied(),
                 started,
-            );
-            result
+                result.map(Response::from_payload),
+            )
+        }
+        V09Request::DescribeOptions(scope) => {
+            let result = options::describe(scope).map_err(|error| error.code);
+            recorded(shard, session, slot, started, result.map(Response::Bytes))
         }
         V09Request::SyncConsumerGroup(group) => {
             let result = handlers::sync_group(shard, session, group);
-            record(
-                shard,
-                session,
-                slot,
-                result.as_ref().err().copied(),
-                started,
-            );
-            result
+            recorded(shard, session, slot, started, result)
         }
     };
     match result {
@@ -346,6 +349,25 @@ async fn execute(
         },
         Err(status) => Reply::status(request, session, status),
     }
+}
+
+/// Records the outcome of a command that did not go through [`run`] (which records its own),
+/// and passes it on.
+fn recorded(
+    shard: &Shard,
+    session: &Session,
+    slot: usize,
+    started: Instant,
+    result: handlers::HandlerResult,
+) -> handlers::HandlerResult {
+    record(
+        shard,
+        session,
+        slot,
+        result.as_ref().err().copied(),
+        started,
+    );
+    result
 }
 
 /// A handler's response as the 0.9 payload of `code`.

@@ -112,6 +112,29 @@ pub struct CreateTopic {
     #[serde(default)]
     pub replication_factor: Option<u8>,
     pub name: String,
+    /// The 0.9-generation SDK's topic options as text (`segment_size`, `durability`, ...),
+    /// checked as the binary protocol checks them.
+    #[serde(default)]
+    pub options: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// A CreateTopic body's options, checked as the 0.9 binary protocol checks an options block
+/// (unknown keys 4041, bad values 4042); the topic's own segment size, if it asks for one.
+pub fn topic_segment_size(topic: &CreateTopic) -> Result<Option<u64>, Reply> {
+    let Some(options) = &topic.options else {
+        return Ok(None);
+    };
+    let entries: Vec<rill_core::v09::options::OptionEntry> = options
+        .iter()
+        .map(|(key, value)| rill_core::v09::options::OptionEntry {
+            key: key.clone(),
+            kind: HeaderKind::String,
+            value: value.as_bytes().to_vec(),
+        })
+        .collect();
+    rill_core::v09::options::topic_options(&entries, false, topic.partitions_count)
+        .map(|options| options.segment_size)
+        .map_err(|error| Reply::error(error.code))
 }
 
 /// UpdateTopic: a missing or null field keeps the topic's current value (the 0.9-generation
@@ -532,6 +555,7 @@ pub fn parse_everything(body: &[u8], target: &str) -> usize {
     if let Ok(topic) = json::<CreateTopic>(&body) {
         parsed += 1;
         let _ = compression(topic.compression_algorithm.as_deref());
+        let _ = topic_segment_size(&topic);
         let _ = name(topic.name, ErrorCode::InvalidTopicName);
     }
     if let Ok(offset) = json::<StoreOffset>(&body) {

@@ -106,6 +106,27 @@ impl Bridge {
         answer.recv_async().await.unwrap_or(Err(ErrorCode::Error))
     }
 
+    /// Sends a metadata change that no protocol request can carry to the control lane, as
+    /// `user_id`, from the next shard in turn; its payload.
+    pub async fn control(
+        &self,
+        user_id: u32,
+        peer: SocketAddr,
+        command: crate::shard::message::ControlCommand,
+    ) -> Result<Vec<u8>, ErrorCode> {
+        if self.shards.is_empty() {
+            return Err(ErrorCode::Error);
+        }
+        let shard = self.next.fetch_add(1, Ordering::Relaxed) % self.shards.len();
+        let mut session = Session::new(HTTP_CLIENT_ID, peer, Transport::Http);
+        session.log_in(user_id);
+        self.call_on(shard, move |shard| {
+            Box::pin(async move { shard.control(command, &session).await })
+        })
+        .await
+        .unwrap_or(Err(ErrorCode::Error))
+    }
+
     /// Runs `work` on shard `index`'s event loop and returns what it gives; None when there is
     /// no such shard or it has stopped (the server is shutting down).
     pub async fn call_on<T: Send + 'static>(

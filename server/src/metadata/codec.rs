@@ -25,6 +25,9 @@ const CREATE_CONSUMER_GROUP: u8 = 16;
 const DELETE_CONSUMER_GROUP: u8 = 17;
 const REPLICATED: u8 = 18;
 const ASSIGN_LEADERS: u8 = 19;
+/// CreateTopic with a segment size of its own: CREATE_TOPIC's fields, then the size. Topics
+/// without one keep CREATE_TOPIC, so logs written before per-topic sizes read as they did.
+const CREATE_TOPIC_SIZED: u8 = 20;
 
 fn put_optional_permissions(out: &mut Vec<u8>, permissions: &Option<Permissions>) {
     match permissions {
@@ -89,13 +92,21 @@ pub fn encode(op: &MetadataOp) -> Vec<u8> {
             created_at,
             settings,
             partitions_count,
+            segment_size,
         } => {
-            out.put_u8(CREATE_TOPIC);
+            out.put_u8(if *segment_size == 0 {
+                CREATE_TOPIC
+            } else {
+                CREATE_TOPIC_SIZED
+            });
             out.put_u32_le(*stream_id);
             out.put_u32_le(*id);
             out.put_u64_le(*created_at);
             put_settings(&mut out, settings);
             out.put_u32_le(*partitions_count);
+            if *segment_size != 0 {
+                out.put_u64_le(*segment_size);
+            }
         }
         MetadataOp::UpdateTopic {
             stream_id,
@@ -249,12 +260,19 @@ pub fn decode(bytes: &[u8]) -> Result<MetadataOp, DecodeError> {
         DELETE_STREAM => MetadataOp::DeleteStream {
             id: reader.u32("id")?,
         },
-        CREATE_TOPIC => MetadataOp::CreateTopic {
+        tag @ (CREATE_TOPIC | CREATE_TOPIC_SIZED) => MetadataOp::CreateTopic {
             stream_id: reader.u32("stream")?,
             id: reader.u32("id")?,
             created_at: reader.u64("created_at")?,
             settings: read_settings(&mut reader)?,
             partitions_count: reader.u32("partitions")?,
+            segment_size: match tag {
+                CREATE_TOPIC => 0,
+                _ => match reader.u64("segment size")? {
+                    0 => return Err(DecodeError::invalid("a sized CreateTopic of size 0")),
+                    size => size,
+                },
+            },
         },
         UPDATE_TOPIC => MetadataOp::UpdateTopic {
             stream_id: reader.u32("stream")?,
@@ -425,6 +443,15 @@ mod tests {
                 created_at: 3,
                 settings: settings.clone(),
                 partitions_count: 4,
+                segment_size: 0,
+            },
+            MetadataOp::CreateTopic {
+                stream_id: 1,
+                id: 3,
+                created_at: 3,
+                settings: settings.clone(),
+                partitions_count: 4,
+                segment_size: 1 << 20,
             },
             MetadataOp::UpdateTopic {
                 stream_id: 1,

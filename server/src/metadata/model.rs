@@ -74,6 +74,8 @@ pub struct Topic {
     /// Resolved: bytes, u64::MAX = unlimited.
     pub max_topic_size: u64,
     pub replication_factor: u8,
+    /// Bytes; 0 = the server's `system.segment.size` (the topic was created without one).
+    pub segment_size: u64,
     /// Partition ids are 0..len; creation times by id.
     pub partitions: Vec<PartitionMeta>,
     pub groups: BTreeMap<u32, ConsumerGroupMeta>,
@@ -152,6 +154,9 @@ pub enum MetadataOp {
         created_at: u64,
         settings: TopicSettings,
         partitions_count: u32,
+        /// Bytes; 0 = the server's `system.segment.size`. Fixed for the topic's life, so it is
+        /// not a [`TopicSettings`] field (UpdateTopic carries those).
+        segment_size: u64,
     },
     UpdateTopic {
         stream_id: u32,
@@ -289,6 +294,7 @@ impl Metadata {
                 created_at,
                 settings,
                 partitions_count,
+                segment_size,
             } => {
                 if *partitions_count > MAX_PARTITIONS_PER_OP {
                     return;
@@ -311,6 +317,7 @@ impl Metadata {
                             message_expiry: settings.message_expiry,
                             max_topic_size: settings.max_topic_size,
                             replication_factor: settings.replication_factor,
+                            segment_size: *segment_size,
                             partitions,
                             groups: BTreeMap::new(),
                         },
@@ -528,6 +535,7 @@ impl Metadata {
                         replication_factor: topic.replication_factor,
                     },
                     partitions_count: 0,
+                    segment_size: topic.segment_size,
                 });
                 // Partitions keep their own creation times.
                 for partition in &topic.partitions {

@@ -152,6 +152,11 @@ pub enum ShardMessage {
 pub enum ControlCommand {
     /// A protocol request that changes metadata (streams, topics, users, tokens, groups).
     Request(Request),
+    /// A 0.9 CreateTopic with its own segment size (bytes), which 0.8's request cannot carry.
+    CreateTopic {
+        request: rill_core::requests::CreateTopic,
+        segment_size: u64,
+    },
     /// ChangePassword, verified on the caller's shard: store `new_hash` if the user's hash is
     /// still `verified_hash` (another change in between fails it with InvalidCredentials).
     SetPassword {
@@ -166,6 +171,7 @@ impl ControlCommand {
     pub fn name(&self) -> &'static str {
         match self {
             ControlCommand::Request(request) => request.command().name(),
+            ControlCommand::CreateTopic { .. } => "CreateTopic",
             ControlCommand::SetPassword { .. } => "ChangePassword",
         }
     }

@@ -15,7 +15,7 @@ pub mod table;
 
 use crate::clients::ClientRegistry;
 use crate::config::Config;
-use crate::metadata::Metadata;
+use crate::metadata::{Metadata, Topic};
 use crate::metrics::{Metrics, ShardMetricsHandle};
 use crate::storage::{BufferPool, PartitionConfig};
 use dashmap::DashMap;
@@ -79,18 +79,21 @@ pub struct SharedState {
 }
 
 impl SharedState {
+    /// A topic's segment size in bytes: its own, or `system.segment.size` where it has none (0).
+    pub fn segment_size(&self, topic_segment_size: u64) -> u64 {
+        match topic_segment_size {
+            0 => self.config.system.segment.size.0,
+            own => own,
+        }
+    }
+
     /// The storage settings for a partition of the given topic.
-    pub fn partition_config(
-        &self,
-        stream: &str,
-        topic: &str,
-        message_expiry: u64,
-        max_topic_size: u64,
-    ) -> PartitionConfig {
+    pub fn partition_config(&self, stream: &str, topic: &Topic) -> PartitionConfig {
         let system = &self.config.system;
+        let (message_expiry, max_topic_size) = (topic.message_expiry, topic.max_topic_size);
         PartitionConfig {
-            segment_size_bytes: system.segment.size.0,
-            ack_mode: system.partition.ack_mode_for(stream, topic),
+            segment_size_bytes: self.segment_size(topic.segment_size),
+            ack_mode: system.partition.ack_mode_for(stream, &topic.name),
             memory_flush_messages: system.partition.messages_required_to_save,
             memory_flush_bytes: system.partition.size_of_messages_required_to_save.0,
             message_expiry: (message_expiry != u64::MAX)
@@ -204,12 +207,7 @@ impl Shard {
             .metadata(|metadata| {
                 let stream = metadata.streams.get(&key.stream_id)?;
                 let topic = stream.topics.get(&key.topic_id)?;
-                Some(self.shared.partition_config(
-                    &stream.name,
-                    &topic.name,
-                    topic.message_expiry,
-                    topic.max_topic_size,
-                ))
+                Some(self.shared.partition_config(&stream.name, topic))
             })?
             .ok_or(ErrorCode::TopicIdNotFound)?;
         let counters = self

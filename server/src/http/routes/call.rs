@@ -36,6 +36,18 @@ impl Call<'_> {
             .map_err(Reply::error)
     }
 
+    /// Sends a metadata change to the control lane as this request's user (see
+    /// [`Bridge::control`]); its payload.
+    pub async fn control(
+        &self,
+        command: crate::shard::message::ControlCommand,
+    ) -> Result<Vec<u8>, Reply> {
+        self.bridge()
+            .control(self.user_id, self.peer, command)
+            .await
+            .map_err(Reply::error)
+    }
+
     /// Runs a command and decodes its payload as `T`.
     pub async fn fetch<T: Decode>(&self, request: impl Into<Request>) -> Result<T, Reply> {
         decoded(self.run(request).await?)

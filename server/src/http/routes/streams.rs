@@ -245,6 +245,7 @@ async fn list_topics(call: &Call<'_>, stream: &str) -> Result<Reply, Reply> {
 
 async fn create_topic(call: &Call<'_>, stream: &str) -> Result<Reply, Reply> {
     let body: bodies::CreateTopic = json(&call.body)?;
+    let segment_size = bodies::topic_segment_size(&body)?;
     let request = binary::CreateTopic {
         stream_id: id(stream)?,
         partitions_count: body.partitions_count,
@@ -254,7 +255,17 @@ async fn create_topic(call: &Call<'_>, stream: &str) -> Result<Reply, Reply> {
         replication_factor: body.replication_factor.unwrap_or(0),
         name: bodies::name(body.name, ErrorCode::InvalidTopicName)?,
     };
-    let details: TopicDetails = call.fetch(request).await?;
+    let details: TopicDetails = match segment_size {
+        None => call.fetch(request).await?,
+        Some(segment_size) => {
+            let command = crate::shard::message::ControlCommand::CreateTopic {
+                request,
+                segment_size,
+            };
+            let payload = call.control(command).await?;
+            super::decoded(crate::handlers::Response::from_payload(payload))?
+        }
+    };
     Ok(Reply::ok(&views::TopicWithPartitions::from(&details)))
 }
 

@@ -21,6 +21,7 @@ fn partition_ops_beyond_the_limit_are_ignored() {
         created_at: 1,
         settings: settings.clone(),
         partitions_count: u32::MAX,
+        segment_size: 0,
     });
     assert!(metadata.streams[&0].topics.is_empty());
     metadata.apply(&MetadataOp::CreateTopic {
@@ -29,6 +30,7 @@ fn partition_ops_beyond_the_limit_are_ignored() {
         created_at: 1,
         settings,
         partitions_count: 2,
+        segment_size: 0,
     });
     for count in [u32::MAX, u32::MAX - 1, MAX_PARTITIONS_PER_OP + 1] {
         metadata.apply(&MetadataOp::CreatePartitions {
@@ -123,6 +125,7 @@ fn snapshot_ops_rebuild_the_same_state() {
             created_at: 2,
             settings,
             partitions_count: 2,
+            segment_size: 1 << 20,
         },
         MetadataOp::CreatePartitions {
             stream_id: 0,
@@ -139,4 +142,5 @@ fn snapshot_ops_rebuild_the_same_state() {
     }
     assert_eq!(rebuilt, metadata);
     assert_eq!(rebuilt.streams[&0].topics[&0].partitions.len(), 3);
+    assert_eq!(rebuilt.streams[&0].topics[&0].segment_size, 1 << 20);
 }
