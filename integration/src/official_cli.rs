@@ -53,6 +53,30 @@ impl CliGeneration {
     }
 }
 
+/// Runs each named test, an `async fn(CliGeneration)` of the calling file, once per CLI
+/// generation: as `cli_0_13::<name>` and `cli_0_14::<name>`.
+#[macro_export]
+macro_rules! for_each_cli_generation {
+    ($($test:ident),* $(,)?) => {
+        mod cli_0_13 {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    super::$test($crate::official_cli::CliGeneration::V013).await
+                }
+            )*
+        }
+        mod cli_0_14 {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    super::$test($crate::official_cli::CliGeneration::V014).await
+                }
+            )*
+        }
+    };
+}
+
 /// The 0.13.0 CLI binary; see [`cli_binary_of`].
 pub fn cli_binary() -> PathBuf {
     cli_binary_of(CliGeneration::V013)

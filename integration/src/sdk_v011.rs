@@ -5,6 +5,7 @@ use crate::TestServer;
 use bytes::Bytes;
 use iggy_v011::prelude::{
     Client as _, HeaderKey, HeaderValue, Identifier, IggyClient, IggyError, IggyMessage,
+    MessageClient as _, Partitioning,
 };
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -53,6 +54,30 @@ pub fn message(id: u128, payload: &str, header: Option<&str>) -> IggyMessage {
         None => builder.build(),
     }
     .expect("valid message")
+}
+
+/// Sends `batches` batches of 256 messages of 1000 bytes each (about 266 KB a batch) to
+/// partition 0 of `topic`: filler for tests about segment sizes.
+pub async fn send_filler(
+    client: &IggyClient,
+    stream: &Identifier,
+    topic: &Identifier,
+    batches: usize,
+) {
+    for _ in 0..batches {
+        let mut batch: Vec<IggyMessage> = (0..256)
+            .map(|_| {
+                IggyMessage::builder()
+                    .payload(Bytes::from(vec![7u8; 1000]))
+                    .build()
+                    .expect("message")
+            })
+            .collect();
+        client
+            .send_messages(stream, topic, &Partitioning::partition_id(0), &mut batch)
+            .await
+            .expect("send");
+    }
 }
 
 /// Asserts that `result` failed with status `code`.

@@ -354,22 +354,7 @@ async fn sends_polls_and_flushes_messages(generation: CliGeneration) {
     .failure();
 }
 
-#[tokio::test]
-async fn cli_0_13_creates_lists_updates_and_deletes_streams_and_topics() {
-    creates_lists_updates_and_deletes_streams_and_topics(CliGeneration::V013).await
-}
-
-#[tokio::test]
-async fn cli_0_14_creates_lists_updates_and_deletes_streams_and_topics() {
-    creates_lists_updates_and_deletes_streams_and_topics(CliGeneration::V014).await
-}
-
-#[tokio::test]
-async fn cli_0_13_sends_polls_and_flushes_messages() {
-    sends_polls_and_flushes_messages(CliGeneration::V013).await
-}
-
-#[tokio::test]
-async fn cli_0_14_sends_polls_and_flushes_messages() {
-    sends_polls_and_flushes_messages(CliGeneration::V014).await
-}
+rill_integration::for_each_cli_generation!(
+    creates_lists_updates_and_deletes_streams_and_topics,
+    sends_polls_and_flushes_messages,
+);

@@ -395,32 +395,8 @@ async fn manages_consumer_groups_and_offsets_and_reads_clients_and_snapshots(
     assert_eq!(names, vec!["server_config.txt", "test.txt"]);
 }
 
-#[tokio::test]
-async fn cli_0_13_manages_users() {
-    manages_users(CliGeneration::V013).await
-}
-
-#[tokio::test]
-async fn cli_0_14_manages_users() {
-    manages_users(CliGeneration::V014).await
-}
-
-#[tokio::test]
-async fn cli_0_13_manages_personal_access_tokens() {
-    manages_personal_access_tokens(CliGeneration::V013).await
-}
-
-#[tokio::test]
-async fn cli_0_14_manages_personal_access_tokens() {
-    manages_personal_access_tokens(CliGeneration::V014).await
-}
-
-#[tokio::test]
-async fn cli_0_13_manages_consumer_groups_and_offsets_and_reads_clients_and_snapshots() {
-    manages_consumer_groups_and_offsets_and_reads_clients_and_snapshots(CliGeneration::V013).await
-}
-
-#[tokio::test]
-async fn cli_0_14_manages_consumer_groups_and_offsets_and_reads_clients_and_snapshots() {
-    manages_consumer_groups_and_offsets_and_reads_clients_and_snapshots(CliGeneration::V014).await
-}
+rill_integration::for_each_cli_generation!(
+    manages_users,
+    manages_personal_access_tokens,
+    manages_consumer_groups_and_offsets_and_reads_clients_and_snapshots,
+);

@@ -5,7 +5,9 @@
 
 use iggy_v011::prelude::*;
 use rill_integration::TestServer;
-use rill_integration::sdk_v011::{assert_code, client_as, id, message, named, root_client};
+use rill_integration::sdk_v011::{
+    assert_code, client_as, id, message, named, root_client, send_filler,
+};
 use std::str::FromStr;
 
 /// A connected 0.11.0 client that has not logged in.
@@ -369,24 +371,6 @@ async fn the_whole_command_set_of_sdk_0_11_then_a_restart() {
     );
 }
 
-/// Sends `batches` batches of 256 messages of 1000 bytes to partition 0 of `topic`.
-async fn send_kilobytes(client: &IggyClient, topic: &Identifier, batches: usize) {
-    for _ in 0..batches {
-        let mut batch: Vec<IggyMessage> = (0..256)
-            .map(|_| {
-                IggyMessage::builder()
-                    .payload(bytes::Bytes::from(vec![7u8; 1000]))
-                    .build()
-                    .expect("message")
-            })
-            .collect();
-        client
-            .send_messages(&id(0), topic, &Partitioning::partition_id(0), &mut batch)
-            .await
-            .expect("send");
-    }
-}
-
 async fn segments(client: &IggyClient, topic: &Identifier) -> u32 {
     let topic = client.get_topic(&id(0), topic).await.unwrap().unwrap();
     topic.partitions[0].segments_count
@@ -451,8 +435,8 @@ async fn a_topic_keeps_its_own_segment_size_through_a_restart() {
         "a segment size that is not a multiple of 512",
     );
 
-    send_kilobytes(&client, &named("small"), 12).await;
-    send_kilobytes(&client, &named("plain"), 12).await;
+    send_filler(&client, &id(0), &named("small"), 12).await;
+    send_filler(&client, &id(0), &named("plain"), 12).await;
     let before = segments(&client, &named("small")).await;
     assert!(before >= 3, "3.1 MB in 1 MiB segments: {before} segments");
     assert_eq!(segments(&client, &named("plain")).await, 1);
@@ -461,12 +445,12 @@ async fn a_topic_keeps_its_own_segment_size_through_a_restart() {
     server.restart();
     let client = root_client(&server).await;
     assert_eq!(segments(&client, &named("small")).await, before);
-    send_kilobytes(&client, &named("small"), 8).await;
+    send_filler(&client, &id(0), &named("small"), 8).await;
     let after = segments(&client, &named("small")).await;
     assert!(
         after >= before + 2,
         "2 MB more after the restart still rotate every MiB: {before} -> {after}"
     );
-    send_kilobytes(&client, &named("plain"), 8).await;
+    send_filler(&client, &id(0), &named("plain"), 8).await;
     assert_eq!(segments(&client, &named("plain")).await, 1);
 }

@@ -492,25 +492,7 @@ async fn a_topic_created_through_a_follower_keeps_its_segment_size_on_every_node
         .await
         .expect("a topic with 1 MiB segments, through a follower");
     // About 3.1 MB: at least three 1 MiB segments on each node.
-    for _ in 0..12 {
-        let mut batch: Vec<v11::IggyMessage> = (0..256)
-            .map(|_| {
-                v11::IggyMessage::builder()
-                    .payload(bytes::Bytes::from(vec![7u8; 1000]))
-                    .build()
-                    .expect("message")
-            })
-            .collect();
-        client
-            .send_messages(
-                &sdk_v011::id(stream),
-                &sdk_v011::id(0),
-                &v11::Partitioning::partition_id(0),
-                &mut batch,
-            )
-            .await
-            .expect("send");
-    }
+    sdk_v011::send_filler(&client, &sdk_v011::id(stream), &sdk_v011::id(0), 12).await;
     let segments = |server: &TestServer| segment_logs(&server.data_path().join("streams")).len();
     let deadline = Instant::now() + Duration::from_secs(20);
     while cluster.nodes.iter().any(|server| segments(server) < 3) {
