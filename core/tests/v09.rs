@@ -54,7 +54,8 @@ proptest! {
         }
         let _ = requests::decode_login(&body);
         let _ = options::decode(&body);
-        let _ = responses::translate(code, &body);
+        let size = responses::SegmentSize { bytes: 1 << 20, explicit: code == 300 };
+        let _ = responses::translate(code, &body, &|_| Some(size));
     }
 
     #[test]

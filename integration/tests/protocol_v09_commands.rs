@@ -376,6 +376,30 @@ async fn segments(client: &IggyClient, topic: &Identifier) -> u32 {
     topic.partitions[0].segments_count
 }
 
+/// A topic's segment size as SDK 0.11.0 shows it in `Topic::options`, and whether it is marked
+/// as the client's choice (explicit) or the server's (derived); read with GetTopic and GetTopics.
+async fn reported_segment_size(client: &IggyClient, name: &str) -> (u64, bool) {
+    let from_options = |options: &ResourceOptions| {
+        let (_, option) = options
+            .iter()
+            .find(|(key, _)| key.as_bytes() == b"segment_size")
+            .expect("segment_size among the topic's options");
+        (option.value.as_uint64().expect("a u64"), option.explicit)
+    };
+    let topic = client
+        .get_topic(&id(0), &named(name))
+        .await
+        .unwrap()
+        .unwrap();
+    let listed = client.get_topics(&id(0)).await.unwrap();
+    let listed = listed
+        .iter()
+        .find(|topic| topic.name == name)
+        .expect("listed");
+    assert_eq!(from_options(&listed.options), from_options(&topic.options));
+    from_options(&topic.options)
+}
+
 #[tokio::test]
 async fn a_topic_keeps_its_own_segment_size_through_a_restart() {
     // Proves: CreateTopic's `segment_size` option (SDK 0.11.0's TopicCreateOptions) sizes that
@@ -435,6 +459,16 @@ async fn a_topic_keeps_its_own_segment_size_through_a_restart() {
         "a segment size that is not a multiple of 512",
     );
 
+    assert_eq!(
+        reported_segment_size(&client, "small").await,
+        (1 << 20, true)
+    );
+    assert_eq!(
+        reported_segment_size(&client, "plain").await,
+        (1 << 30, false),
+        "the server's default, as a derived option"
+    );
+
     send_filler(&client, &id(0), &named("small"), 12).await;
     send_filler(&client, &id(0), &named("plain"), 12).await;
     let before = segments(&client, &named("small")).await;
@@ -445,6 +479,10 @@ async fn a_topic_keeps_its_own_segment_size_through_a_restart() {
     server.restart();
     let client = root_client(&server).await;
     assert_eq!(segments(&client, &named("small")).await, before);
+    assert_eq!(
+        reported_segment_size(&client, "small").await,
+        (1 << 20, true)
+    );
     send_filler(&client, &id(0), &named("small"), 8).await;
     let after = segments(&client, &named("small")).await;
     assert!(

@@ -55,7 +55,14 @@ fuzz_target!(|data: &[u8]| {
                 return;
             };
             let code = [200, 201, 202, 300, 301, 302, 31, 32, 33, 10][usize::from(*code) % 10];
-            let _ = responses::translate(code, payload);
+            // Topics of odd ids chose their segment size, even ones did not; id 0 has none.
+            let size = |topic: u32| {
+                (topic != 0).then_some(responses::SegmentSize {
+                    bytes: 1 << 20,
+                    explicit: topic % 2 == 1,
+                })
+            };
+            let _ = responses::translate(code, payload, &size);
         }
         5 => {
             let Some((code, payload)) = rest.split_first() else {

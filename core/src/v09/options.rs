@@ -362,14 +362,16 @@ pub fn describe(scope: u8) -> Result<Vec<u8>, DecodeError> {
     Ok(out)
 }
 
-/// The options a topic reports as derived (filled in by the server) for its settings.
+/// The options a topic reports as derived (filled in by the server) for its settings, sorted
+/// by key as SDK 0.11.0 sorts its own. `segment_size` is left out where it is not known.
 pub fn derived_topic_options(
     compression: CompressionAlgorithm,
     message_expiry: u64,
     max_topic_size: u64,
+    segment_size: Option<u64>,
 ) -> Vec<OptionEntry> {
     let compression = compression.name();
-    vec![
+    let mut entries = vec![
         OptionEntry {
             key: "compression_algorithm".into(),
             kind: HeaderKind::String,
@@ -385,7 +387,18 @@ pub fn derived_topic_options(
             kind: HeaderKind::Uint64,
             value: message_expiry.to_le_bytes().to_vec(),
         },
-    ]
+    ];
+    entries.extend(segment_size.map(segment_size_entry));
+    entries
+}
+
+/// A topic's segment size as an option entry.
+pub fn segment_size_entry(size: u64) -> OptionEntry {
+    OptionEntry {
+        key: "segment_size".into(),
+        kind: HeaderKind::Uint64,
+        value: size.to_le_bytes().to_vec(),
+    }
 }
 
 #[cfg(test)]

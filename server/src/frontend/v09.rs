@@ -11,6 +11,7 @@ use crate::session::Session;
 use crate::shard::Shard;
 use crate::shard::message::ControlCommand;
 use bytes::{Bytes, BytesMut};
+use rill_core::primitives::Identifier;
 use rill_core::requests::{GetTopic, LogoutUser, UpdateTopic};
 use rill_core::responses::TopicDetails;
 use rill_core::v09::batch::Piece;
@@ -18,8 +19,10 @@ use rill_core::v09::header::{
     self, EvictionReason, OP_LOGOUT, OP_NON_REPLICATED, OP_REGISTER, RequestHeader,
 };
 use rill_core::v09::requests::{self, Credentials, LoginRefusal, V09Request};
+use rill_core::v09::responses::SegmentSize;
 use rill_core::v09::{batch, options, responses};
 use rill_core::{Decode, ErrorCode, Request};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -258,6 +261,7 @@ async fn execute(
             return Reply::status(request, session, error.code);
         }
     };
+    let topics_of = named_stream(&decoded);
     let result = match decoded {
         V09Request::Request(inner) => run(shard, session, slot, inner, started).await,
         V09Request::UpdateTopic {
@@ -333,7 +337,7 @@ async fn execute(
                 Reply::status(request, session, ErrorCode::Error)
             }
         },
-        Ok(response) => match reply_body(code, response) {
+        Ok(response) => match reply_body(code, response, &segment_sizes(shard, topics_of)) {
             Ok(payload) => {
                 let mut body = Vec::with_capacity(4 + payload.len());
                 if header::is_result_framed(request.operation) {
@@ -370,11 +374,55 @@ fn recorded(
     result
 }
 
-/// A handler's response as the 0.9 payload of `code`.
-fn reply_body(code: u32, response: Response) -> Result<Vec<u8>, rill_core::DecodeError> {
+/// The stream whose topics a reply lists (GetStream, GetTopic, GetTopics, CreateTopic).
+fn named_stream(request: &V09Request) -> Option<Identifier> {
+    match request {
+        V09Request::Request(Request::GetStream(get)) => Some(get.stream_id.clone()),
+        V09Request::Request(Request::GetTopic(get)) => Some(get.stream_id.clone()),
+        V09Request::Request(Request::GetTopics(get)) => Some(get.stream_id.clone()),
+        V09Request::CreateTopic { request, .. } => Some(request.stream_id.clone()),
+        _ => None,
+    }
+}
+
+/// The segment size of each topic of `stream` (its own or the server's), read after the
+/// command ran, so a topic it created is there.
+fn segment_sizes(shard: &Shard, stream: Option<Identifier>) -> BTreeMap<u32, SegmentSize> {
+    let Some(stream) = stream else {
+        return BTreeMap::new();
+    };
+    let shared = &shard.shared;
+    shard
+        .metadata(|metadata| {
+            metadata.stream(&stream).map(|stream| {
+                let sizes = stream.topics.values();
+                sizes
+                    .map(|topic| {
+                        let size = SegmentSize {
+                            bytes: shared.segment_size(topic.segment_size),
+                            explicit: topic.segment_size != 0,
+                        };
+                        (topic.id, size)
+                    })
+                    .collect()
+            })
+        })
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+/// A handler's response as the 0.9 payload of `code`; `segment_sizes` by topic id (of the
+/// stream the command named) fill in what 0.8's topic records do not carry.
+fn reply_body(
+    code: u32,
+    response: Response,
+    segment_sizes: &BTreeMap<u32, SegmentSize>,
+) -> Result<Vec<u8>, rill_core::DecodeError> {
+    let segment_size = |topic: u32| segment_sizes.get(&topic).copied();
     match response {
         // A send is confirmed by an empty body ("no confirmations", protocol-0.9.md 6.6).
-        Response::Empty => responses::translate(code, &[]),
+        Response::Empty => responses::translate(code, &[], &segment_size),
         Response::Sent {
             stream_id,
             topic_id,
@@ -386,7 +434,7 @@ fn reply_body(code: u32, response: Response) -> Result<Vec<u8>, rill_core::Decod
             partition_id,
             base_offset,
         )),
-        Response::Bytes(bytes) => responses::translate(code, &bytes),
+        Response::Bytes(bytes) => responses::translate(code, &bytes, &segment_size),
         // Written by `polled_reply`, without a copy of the messages.
         Response::Polled { header, chunks, .. } => {
             let stored = chunks.concat();

@@ -82,28 +82,19 @@ impl Bridge {
         peer: SocketAddr,
         request: Request,
     ) -> Result<Response, ErrorCode> {
-        if self.shards.is_empty() {
-            return Err(ErrorCode::Error);
-        }
-        let shard = self.next.fetch_add(1, Ordering::Relaxed) % self.shards.len();
-        let (reply, answer) = flume::bounded(1);
-        let task: ShardTask = Box::new(move |shard| {
+        let index = self.next_shard().ok_or(ErrorCode::Error)?;
+        self.call_on(index, move |shard| {
             Box::pin(async move {
                 let mut session = Session::new(client_id, peer, transport);
                 if let Some(user_id) = user_id {
                     session.log_in(user_id);
                 }
                 let slot = crate::metrics::command_slot(request.command().code());
-                let result =
-                    crate::frontend::run(&shard, &mut session, slot, request, Instant::now()).await;
-                let _ = reply.send(result);
+                crate::frontend::run(&shard, &mut session, slot, request, Instant::now()).await
             })
-        });
-        if self.shards[shard].send_async(task).await.is_err() {
-            // The shard has stopped: the server is shutting down.
-            return Err(ErrorCode::Error);
-        }
-        answer.recv_async().await.unwrap_or(Err(ErrorCode::Error))
+        })
+        .await
+        .unwrap_or(Err(ErrorCode::Error))
     }
 
     /// Sends a metadata change that no protocol request can carry to the control lane, as
@@ -114,17 +105,20 @@ impl Bridge {
         peer: SocketAddr,
         command: crate::shard::message::ControlCommand,
     ) -> Result<Vec<u8>, ErrorCode> {
-        if self.shards.is_empty() {
-            return Err(ErrorCode::Error);
-        }
-        let shard = self.next.fetch_add(1, Ordering::Relaxed) % self.shards.len();
+        let index = self.next_shard().ok_or(ErrorCode::Error)?;
         let mut session = Session::new(HTTP_CLIENT_ID, peer, Transport::Http);
         session.log_in(user_id);
-        self.call_on(shard, move |shard| {
+        self.call_on(index, move |shard| {
             Box::pin(async move { shard.control(command, &session).await })
         })
         .await
         .unwrap_or(Err(ErrorCode::Error))
+    }
+
+    /// The shard whose turn it is to take the next piece of work (None: no shards).
+    fn next_shard(&self) -> Option<usize> {
+        let count = self.shards.len();
+        (count > 0).then(|| self.next.fetch_add(1, Ordering::Relaxed) % count)
     }
 
     /// Runs `work` on shard `index`'s event loop and returns what it gives; None when there is
@@ -147,10 +141,9 @@ impl Bridge {
 
     /// Runs `work` on a shard (the next one in turn).
     pub async fn on_a_shard(&self, work: impl FnOnce(&Shard) + Send + 'static) {
-        if self.shards.is_empty() {
+        let Some(shard) = self.next_shard() else {
             return;
-        }
-        let shard = self.next.fetch_add(1, Ordering::Relaxed) % self.shards.len();
+        };
         let task: ShardTask = Box::new(move |shard| {
             Box::pin(async move {
                 work(&shard);

@@ -4,7 +4,7 @@ use crate::primitives::{Identifier, Partitioning, ShortString};
 use crate::requests::{CreateStream, LoginUser, Ping};
 use crate::responses::{StreamDetails, TopicDetails};
 use crate::v09::requests::{Credentials, V09Request, decode, decode_login};
-use crate::v09::responses::translate;
+use crate::v09::responses::{SegmentSize, translate};
 use bytes::{Bytes, BytesMut};
 
 fn session() -> ClientSession {
@@ -248,7 +248,11 @@ fn replies_translate_back_to_the_server_s_0_8_payloads() {
         (301, Vec::new()),
     ];
     for (code, v08) in cases {
-        let v09 = translate(code, &v08).unwrap();
+        let size = SegmentSize {
+            bytes: 1 << 20,
+            explicit: code == 300,
+        };
+        let v09 = translate(code, &v08, &|_| Some(size)).unwrap();
         assert_eq!(translate_reply(code, &v09).unwrap(), v08, "code {code}");
     }
 }
