@@ -6,8 +6,10 @@
 //! io_uring's kernel worker threads (stealing another shard's core). Preallocated blocks are
 //! unwritten extents: the first write into each still goes to a worker (measured: 799 of 3000
 //! one-message writes, bench/README "The read path and small batches re-measured"); a rewrite
-//! of a block already written completes inline. If the filesystem refuses O_DIRECT (tmpfs, some network
-//! filesystems) the file is opened buffered instead and one warning says so.
+//! of a block already written completes inline. Initialising the blocks ahead did not make small
+//! writes faster (bench/README "Small batches: two hypotheses tested"), so they stay unwritten.
+//! If the filesystem refuses O_DIRECT (tmpfs, some network filesystems) the file is opened
+//! buffered instead and one warning says so.
 
 use super::error::{IoOperation, StorageError};
 use super::fault::{self, FaultPoint};
