@@ -2,7 +2,7 @@
 # Docker cluster test: three containers of the image as one cluster (docker-compose.cluster.yml),
 # driven from the host with the CLI:
 #  1. `compose up`: the nodes elect a leader, the first leader creates the root user, every node
-#     turns healthy;
+#     turns healthy and, once it has applied that user, logs it in;
 #  2. a stream and topic made through one node, messages sent through another, polled through
 #     the third;
 #  3. `docker kill` of the leader: the survivors elect another and take messages again (retried
@@ -18,8 +18,13 @@ image=$1
 cli=$2
 
 say() { printf '[docker-cluster-test] %s\n' "$*"; }
+# The reason goes to RILL_FAILURE_FILE too (docker/test.sh repeats it as its last line) and is
+# printed again after the nodes' logs.
+failure=""
 fail() {
+    failure="$*"
     printf '[docker-cluster-test] FAIL: %s\n' "$*" >&2
+    [[ -z ${RILL_FAILURE_FILE:-} ]] || printf '%s\n' "$*" >"$RILL_FAILURE_FILE"
     exit 1
 }
 
@@ -50,6 +55,8 @@ cleanup() {
     dc down --volumes --remove-orphans --timeout 20 >/dev/null 2>&1
     if ((status == 0)); then
         say "all cluster checks passed in $((SECONDS - started)) s"
+    else
+        say "failed after $((SECONDS - started)) s: ${failure:-exit status $status}" >&2
     fi
 }
 trap cleanup EXIT
@@ -76,10 +83,18 @@ until_ok() {
         sleep 0.5
     done
 }
-# leader NODE: the name of the node NODE says leads (empty when none).
+# leader NODE: the name of the node NODE says leads, asked until it names one (an election
+# may be under way) for up to 30 s; fails (status 1, nothing printed) if none is named by then.
 leader() {
-    { on "$1" cluster metadata --list-mode list 2>/dev/null || true; } |
-        awk -F'|' '$7 == "leader" { print $1; exit }'
+    local output name deadline=$((SECONDS + 30))
+    while :; do
+        if output=$(on "$1" cluster metadata --list-mode list 2>&1); then
+            name=$(awk -F'|' '$7 == "leader" { print $1; exit }' <<<"$output")
+            [[ -z $name ]] || { echo "$name"; return 0; }
+        fi
+        ((SECONDS < deadline)) || return 1
+        sleep 0.5
+    done
 }
 
 messages=()
@@ -88,10 +103,14 @@ send() {
     until_ok 60 "$1" message send --partition-id 0 cluster-test events "$2"
     messages+=("$2")
 }
+# check NODE: polls through NODE (retried while the poll itself fails: a follower may not know
+# the new leader yet) and fails unless every acknowledged message is there.
 check() {
-    local output message
-    output=$(on "$1" message poll --offset 0 --message-count 1000 cluster-test events 0 2>&1) ||
-        fail "polling through $1 failed: $output"
+    local output message deadline=$((SECONDS + 30))
+    until output=$(on "$1" message poll --offset 0 --message-count 1000 cluster-test events 0 2>&1); do
+        ((SECONDS < deadline)) || fail "polling through $1 failed for 30 s: $output"
+        sleep 0.5
+    done
     for message in "${messages[@]}"; do
         grep -q -- "$message" <<<"$output" || fail "message '$message' missing from the poll through $1: $output"
     done
@@ -99,16 +118,17 @@ check() {
 
 say "${compose[*]} up -d with docker-compose.cluster.yml (project $COMPOSE_PROJECT_NAME)"
 dc up -d --no-build >/dev/null 2>&1 || { dc up -d --no-build; fail "compose up failed"; }
+# `me` logs in: a node answers ping before it has the root user (the leader creates it after
+# the first election, then every node applies it).
 for node in node-0 node-1 node-2; do
-    until_ok 90 "$node" ping
+    until_ok 90 "$node" me
 done
 deadline=$((SECONDS + 60))
 until [[ $(docker inspect --format '{{.State.Health.Status}}' "$(container node-2)") == healthy ]]; do
     ((SECONDS < deadline)) || fail "node-2 is not healthy"
     sleep 1
 done
-first=$(leader node-0)
-[[ -n $first ]] || fail "no leader named: $(on node-0 cluster metadata 2>&1)"
+first=$(leader node-0) || fail "node-0 named no leader for 30 s: $(on node-0 cluster metadata 2>&1)"
 say "three nodes healthy, $first leads"
 
 until_ok 30 node-0 stream create cluster-test
@@ -126,9 +146,9 @@ say "docker kill $first: ${others[0]} took messages again after $((SECONDS - kil
 check "${others[1]}"
 
 docker start "$(container "$first")" >/dev/null
-until_ok 90 "$first" ping
-second=$(leader "${others[0]}")
-[[ -n $second ]] || fail "no leader after the restart"
+until_ok 90 "$first" me
+second=$(leader "${others[0]}") ||
+    fail "${others[0]} named no leader for 30 s after the restart: $(on "${others[0]}" cluster metadata 2>&1)"
 docker network disconnect "$network" "$(container "$second")"
 rest=()
 for node in node-0 node-1 node-2; do [[ $node == "$second" ]] || rest+=("$node"); done
@@ -137,7 +157,7 @@ check "${rest[1]}"
 say "$first restarted; $second (leader) disconnected: ${rest[*]} took and served messages"
 docker network connect "$network" "$(container "$second")"
 for node in node-0 node-1 node-2; do
-    until_ok 90 "$node" ping
+    until_ok 90 "$node" me
     check "$node"
 done
 say "$second reconnected: all ${#messages[@]} acknowledged messages polled through every node"

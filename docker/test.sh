@@ -29,7 +29,11 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 say() { printf '[docker-test] %s\n' "$*"; }
+# The reason is printed again as the very last line, after the containers' logs: a CI log
+# that keeps only its tail must still say what failed.
+failure=""
 fail() {
+    failure="$*"
     printf '[docker-test] FAIL: %s\n' "$*" >&2
     exit 1
 }
@@ -80,7 +84,7 @@ cleanup() {
     if ((status == 0)); then
         say "all Docker checks passed in $((SECONDS - started)) s"
     else
-        say "failed after $((SECONDS - started)) s (its containers, volumes and networks are removed)"
+        say "failed after $((SECONDS - started)) s (its containers, volumes and networks are removed): ${failure:-exit status $status}"
     fi
 }
 trap cleanup EXIT
@@ -497,4 +501,7 @@ say "compose without the profile: healthy, $compose_driver"
 
 # --- 6. a three-node cluster ---------------------------------------------------------------------
 
-IGGY_MEMLOCK=$memlock IGGY_NOFILE=$nofile docker/cluster-test.sh "$image" "$cli"
+cluster_failure="$work/cluster-failure"
+IGGY_MEMLOCK=$memlock IGGY_NOFILE=$nofile RILL_FAILURE_FILE=$cluster_failure \
+    docker/cluster-test.sh "$image" "$cli" ||
+    fail "docker/cluster-test.sh: $(cat "$cluster_failure" 2>/dev/null || echo "failed (its output above)")"
