@@ -193,6 +193,43 @@ pub fn name(value: &str) -> Vec<u8> {
     bytes
 }
 
+/// A SendMessages payload (protocol.md 4.6) with one message for `partition` of
+/// `stream`/`topic` (numeric ids): checksum 0, origin timestamp 1, no user headers.
+pub fn send_one_message(
+    stream: u32,
+    topic: u32,
+    partition: u32,
+    message_id: u128,
+    payload: &[u8],
+) -> Vec<u8> {
+    let stream = numeric_identifier(stream);
+    let topic = numeric_identifier(topic);
+    let mut partitioning = vec![2u8, 4];
+    partitioning.extend_from_slice(&partition.to_le_bytes());
+    let metadata_length = (stream.len() + topic.len() + partitioning.len() + 4) as u32;
+    let mut message = Vec::new();
+    message.extend_from_slice(&0u64.to_le_bytes()); // checksum
+    message.extend_from_slice(&message_id.to_le_bytes());
+    message.extend_from_slice(&0u64.to_le_bytes()); // offset
+    message.extend_from_slice(&0u64.to_le_bytes()); // timestamp
+    message.extend_from_slice(&1u64.to_le_bytes()); // origin timestamp
+    message.extend_from_slice(&0u32.to_le_bytes()); // user headers length
+    message.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    message.extend_from_slice(&0u64.to_le_bytes()); // reserved
+    message.extend_from_slice(payload);
+    let mut body = Vec::new();
+    body.extend_from_slice(&metadata_length.to_le_bytes());
+    body.extend_from_slice(&stream);
+    body.extend_from_slice(&topic);
+    body.extend_from_slice(&partitioning);
+    body.extend_from_slice(&1u32.to_le_bytes());
+    body.extend_from_slice(&0u32.to_le_bytes()); // index: relative offset
+    body.extend_from_slice(&(message.len() as u32).to_le_bytes()); // index: end position
+    body.extend_from_slice(&0u64.to_le_bytes()); // index: timestamp
+    body.extend_from_slice(&message);
+    body
+}
+
 /// Numeric Identifier: kind 1, length 4, u32.
 pub fn numeric_identifier(value: u32) -> Vec<u8> {
     let mut bytes = vec![1, 4];

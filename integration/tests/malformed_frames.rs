@@ -1,10 +1,12 @@
 //! Bad input on the TCP front-end (protocol.md 1.3): unknown codes, impossible lengths, truncated
 //! payloads, oversized frames, garbage, and clients that stall mid-frame. After each case the
-//! server must still be running and a well-behaved official client must still work.
+//! server must still be running and a well-behaved official client must still work. Also
+//! well-formed requests that arrive together, or a few bytes at a time, as a socket may
+//! deliver them: the server reads ahead of the frame it is on.
 
 use iggy::prelude::*;
 use rill_integration::fixtures::{SentBatch, assert_batches, poll_partition, send_series};
-use rill_integration::raw::{RawClient, Response, codes, frame, name, status};
+use rill_integration::raw::{RawClient, Response, codes, frame, name, send_one_message, status};
 use rill_integration::sdk::{create_stream, create_topic, id, root_client};
 use rill_integration::{ServerOptions, TestServer};
 use std::time::{Duration, Instant};
@@ -302,4 +304,77 @@ async fn stalled_and_idle_connections_are_closed_after_their_timeouts() {
             .unwrap()
             .is_none()
     );
+}
+
+#[tokio::test]
+async fn requests_that_arrive_together_or_in_pieces_are_all_answered_in_order() {
+    // Proves: requests pipelined in one write (sends of 10 B to 40 KB, larger than what one
+    // receive reads ahead, between pings and GetStreams) are each answered, in order, and every
+    // message is stored in order with its bytes; the same when the bytes arrive 1 to 13 at a
+    // time, so that headers and bodies are split everywhere. How: a raw client writes the
+    // frames, then reads one response per request; an official client polls the partition.
+    let mut server = TestServer::start(ServerOptions::new());
+    let client = root_client(&server).await;
+    let stream = create_stream(&client, "pipelined").await;
+    create_topic(&client, stream, "t", 1).await;
+    let payload = |n: usize| -> Vec<u8> {
+        let len = [10, 1000, 17_000, 40_000][n % 4];
+        (0..len).map(|i| (i * 7 + n) as u8).collect()
+    };
+    let requests = |first: usize| -> (Vec<u8>, Vec<u32>) {
+        let mut bytes = Vec::new();
+        let mut codes_sent = Vec::new();
+        for n in first..first + 20 {
+            let body = send_one_message(stream, 0, 0, n as u128 + 1, &payload(n));
+            bytes.extend_from_slice(&frame(codes::SEND_MESSAGES, &body));
+            codes_sent.push(codes::SEND_MESSAGES);
+            let (code, body) = if n % 3 == 0 {
+                (codes::PING, Vec::new())
+            } else {
+                (codes::GET_STREAMS, Vec::new())
+            };
+            bytes.extend_from_slice(&frame(code, &body));
+            codes_sent.push(code);
+        }
+        (bytes, codes_sent)
+    };
+    let mut raw = RawClient::connect(server.address());
+    raw.login_root();
+
+    let (together, sent) = requests(0);
+    raw.write_raw(&together).expect("pipelined write");
+    for (n, code) in sent.iter().enumerate() {
+        let response = raw
+            .read_response()
+            .unwrap_or_else(|error| panic!("response {n} (code {code}): {error}"));
+        assert_eq!(response.status, status::OK, "response {n} (code {code})");
+    }
+
+    let (pieces, sent) = requests(20);
+    let mut rest = &pieces[..];
+    let mut step = 0;
+    while !rest.is_empty() {
+        step += 1;
+        let len = (step * 5 % 13 + 1).min(rest.len());
+        raw.write_raw(&rest[..len]).expect("piece");
+        rest = &rest[len..];
+        if step % 500 == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    for (n, code) in sent.iter().enumerate() {
+        let response = raw
+            .read_response()
+            .unwrap_or_else(|error| panic!("response {n} of the pieces (code {code}): {error}"));
+        assert_eq!(response.status, status::OK, "response {n} of the pieces");
+    }
+
+    let polled = poll_partition(&client, &id(stream), &id(0), 0, 100).await;
+    assert_eq!(polled.len(), 40, "every pipelined message stored");
+    for (n, message) in polled.iter().enumerate() {
+        assert_eq!(message.header.offset, n as u64);
+        assert_eq!(message.header.id, n as u128 + 1, "message {n} in order");
+        assert_eq!(&message.payload[..], &payload(n)[..], "message {n}'s bytes");
+    }
+    assert_server_healthy(&mut server, "after-pipelining").await;
 }

@@ -127,32 +127,7 @@ pub fn raw_short_string(value: &str) -> Vec<u8> {
 /// A SendMessages (101) body with one message (id 1, payload "hello") for partition 0 of
 /// stream 0 / topic 0 (protocol.md 6.4 and 10.5).
 pub fn raw_send_messages_body() -> Vec<u8> {
-    let stream = numeric_identifier(0);
-    let topic = numeric_identifier(0);
-    let partitioning = [2u8, 4, 0, 0, 0, 0];
-    let metadata_length = (stream.len() + topic.len() + partitioning.len() + 4) as u32;
-    let payload = b"hello";
-    let mut message = Vec::new();
-    message.extend_from_slice(&0u64.to_le_bytes()); // checksum
-    message.extend_from_slice(&1u128.to_le_bytes()); // id
-    message.extend_from_slice(&0u64.to_le_bytes()); // offset
-    message.extend_from_slice(&0u64.to_le_bytes()); // timestamp
-    message.extend_from_slice(&1u64.to_le_bytes()); // origin timestamp
-    message.extend_from_slice(&0u32.to_le_bytes()); // user headers length
-    message.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    message.extend_from_slice(&0u64.to_le_bytes()); // reserved
-    message.extend_from_slice(payload);
-    let mut body = Vec::new();
-    body.extend_from_slice(&metadata_length.to_le_bytes());
-    body.extend_from_slice(&stream);
-    body.extend_from_slice(&topic);
-    body.extend_from_slice(&partitioning);
-    body.extend_from_slice(&1u32.to_le_bytes());
-    body.extend_from_slice(&0u32.to_le_bytes()); // index: relative offset
-    body.extend_from_slice(&(message.len() as u32).to_le_bytes()); // index: end position
-    body.extend_from_slice(&0u64.to_le_bytes()); // index: timestamp
-    body.extend_from_slice(&message);
-    body
+    rill_integration::raw::send_one_message(0, 0, 0, 1, b"hello")
 }
 
 /// Well-formed requests for all 47 command codes of protocol.md section 3, aimed at stream 0,

@@ -28,13 +28,9 @@ use std::pin::pin;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-/// The smallest read buffer a connection allocates (on its first request with a body); it
-/// grows to the largest small body the connection sends (see [`SMALL_BODY_BYTES`]).
-const MIN_READ_BUFFER_BYTES: usize = 4096;
-
 mod framing;
-use framing::{HeaderWait, read_header, write_frame};
-pub(super) use framing::{read_exact_array, read_payload};
+pub(super) use framing::read_exact_array;
+use framing::{HeaderWait, Inbound, write_frame};
 
 pub async fn bind(address: SocketAddr, options: &TcpSocketConfig) -> io::Result<TcpListener> {
     let socket = if address.is_ipv4() {
@@ -306,8 +302,8 @@ pub(super) async fn serve_frames<S: AsyncRead + AsyncWrite>(
 ) -> Stop {
     let config = &shard.shared.config.tcp;
     let max_send_bytes = config.max_send_messages_size.0 as usize;
-    // Allocated by the first request that has a body, not per connection.
-    let mut buffer = BytesMut::new();
+    // Allocated by the first receive, not per connection.
+    let mut inbound = Inbound::default();
     loop {
         if shard.is_shutting_down() {
             return Stop::Shutdown;
@@ -319,7 +315,7 @@ pub(super) async fn serve_frames<S: AsyncRead + AsyncWrite>(
         let heartbeat_bound = heartbeat_verified(shard, session);
         let header = {
             let shutdown = pin!(shard.shutdown_signal.recv_async());
-            let read = pin!(read_header(stream, idle_limit, config.read_timeout.0));
+            let read = pin!(inbound.read_header(stream, idle_limit, config.read_timeout.0));
             match select(shutdown, read).await {
                 Either::Left(_) => return Stop::Shutdown,
                 Either::Right((read, _)) => read,
@@ -354,11 +350,13 @@ pub(super) async fn serve_frames<S: AsyncRead + AsyncWrite>(
                 }
                 if session.generation == Generation::V09 {
                     if let Err(stop) =
-                        serve_v09_request(shard, stream, session, bytes, transport).await
+                        serve_v09_request(shard, stream, &mut inbound, session, bytes, transport)
+                            .await
                     {
                         return stop;
                     }
                     if movable
+                        && inbound.is_empty()
                         && let Some(owner) = session.affinity.destination()
                         && !shard.is_shutting_down()
                     {
@@ -409,32 +407,24 @@ pub(super) async fn serve_frames<S: AsyncRead + AsyncWrite>(
         let payload = if payload_len == 0 {
             BytesMut::new()
         } else {
-            buffer.clear();
-            buffer.reserve(payload_len.max(MIN_READ_BUFFER_BYTES));
-            let read = read_payload(stream, std::mem::take(&mut buffer), payload_len);
+            let read = inbound.read_body(stream, payload_len);
             match compio::time::timeout(config.read_timeout.0, read).await {
                 Err(_) => return Stop::Timeout("request body"),
                 Ok(Err(error)) if error.kind() == io::ErrorKind::UnexpectedEof => {
                     return Stop::Closed;
                 }
                 Ok(Err(error)) => return Stop::Error(error),
-                Ok(Ok(mut filled)) => {
+                Ok(Ok(payload)) => {
                     shard
                         .metrics
                         .transport(transport)
                         .received_bytes
                         .add(payload_len as u64);
-                    let payload = filled.split_to(payload_len);
-                    // A large body's allocation is not kept for the next small request.
-                    buffer = if payload_len > SMALL_BODY_BYTES {
-                        BytesMut::new()
-                    } else {
-                        filled
-                    };
                     payload
                 }
             }
         };
+        inbound.shrink(SMALL_BODY_BYTES);
         let response = process_request(shard, session, header.code, payload).await;
         drop(_permit);
         let closes = response.closes_connection() || session.close_requested;
@@ -456,8 +446,10 @@ pub(super) async fn serve_frames<S: AsyncRead + AsyncWrite>(
         if closes {
             return Stop::Closed;
         }
-        // Between requests nothing is in flight on the socket, so it can change hands.
+        // Between requests nothing is in flight on the socket, so it can change hands (unless
+        // the client pipelined and part of its next request was already received here).
         if movable
+            && inbound.is_empty()
             && let Some(owner) = session.affinity.destination()
             && !shard.is_shutting_down()
         {
@@ -472,13 +464,14 @@ pub(super) async fn serve_frames<S: AsyncRead + AsyncWrite>(
 async fn serve_v09_request<S: AsyncRead + AsyncWrite>(
     shard: &Shard,
     stream: &mut S,
+    inbound: &mut Inbound,
     session: &mut Session,
     first: [u8; REQUEST_HEADER_SIZE],
     transport: Transport,
 ) -> Result<(), Stop> {
     let config = &shard.shared.config.tcp;
     let read_timeout = config.read_timeout.0;
-    let rest = read_exact_array(stream, [0u8; v09_header::HEADER_SIZE - REQUEST_HEADER_SIZE]);
+    let rest = inbound.read_array::<{ v09_header::HEADER_SIZE - REQUEST_HEADER_SIZE }, _>(stream);
     let rest = match compio::time::timeout(read_timeout, rest).await {
         Err(_) => return Err(Stop::Timeout("request header")),
         Ok(Err(error)) if error.kind() == io::ErrorKind::UnexpectedEof => return Err(Stop::Closed),
@@ -510,7 +503,7 @@ async fn serve_v09_request<S: AsyncRead + AsyncWrite>(
     let body = if body_len == 0 {
         BytesMut::new()
     } else {
-        let read = read_payload(stream, BytesMut::with_capacity(body_len), body_len);
+        let read = inbound.read_body(stream, body_len);
         match compio::time::timeout(read_timeout, read).await {
             Err(_) => return Err(Stop::Timeout("request body")),
             Ok(Err(error)) if error.kind() == io::ErrorKind::UnexpectedEof => {
@@ -521,6 +514,7 @@ async fn serve_v09_request<S: AsyncRead + AsyncWrite>(
         }
     };
     metrics.received_bytes.add(body_len as u64);
+    inbound.shrink(SMALL_BODY_BYTES);
     let reply = v09::process(shard, session, header, body).await;
     drop(_permit);
     let close = reply.close || session.close_requested;
