@@ -467,3 +467,110 @@ async fn stored_offsets_survive_kill_9() {
     let client = root_client(&server).await;
     assert_durable_offsets(&client, &expected, "after kill -9").await;
 }
+
+#[tokio::test]
+async fn offsets_stay_durable_with_their_files_kept_open() {
+    // Proves: with the first consumers' offset files kept open, every store still lands in the
+    // file a restart reads: 12 consumers (more than are kept open) storing twice, a deleted
+    // offset stored again, and, after a purge removed the files, offsets stored again and
+    // auto-committed. Each phase ends with kill -9 and a restart before reading back. It fails
+    // if a store goes to a file already unlinked (the purge) or an older value wins.
+    let mut server = TestServer::start(ServerOptions::new());
+    {
+        let client = root_client(&server).await;
+        fixture(&client, 1).await;
+        fill(&client, 0, 20).await;
+        fsync_partition_0(&client).await;
+        for consumer in 1..=12u32 {
+            for offset in [consumer % 5, consumer + 5] {
+                client
+                    .store_consumer_offset(
+                        &Consumer::new(id(consumer)),
+                        &id(0),
+                        &id(0),
+                        Some(0),
+                        u64::from(offset),
+                    )
+                    .await
+                    .unwrap_or_else(|error| panic!("store {consumer} {offset}: {error}"));
+            }
+        }
+        let two = Consumer::new(id(2));
+        client
+            .delete_consumer_offset(&two, &id(0), &id(0), Some(0))
+            .await
+            .expect("delete 2");
+        client
+            .store_consumer_offset(&two, &id(0), &id(0), Some(0), 3)
+            .await
+            .expect("store 2 again");
+    }
+    server.kill();
+    server.start_again();
+    {
+        let client = root_client(&server).await;
+        for consumer in 1..=12u32 {
+            let expected = if consumer == 2 {
+                3
+            } else {
+                u64::from(consumer) + 5
+            };
+            assert_eq!(
+                stored(&client, &Consumer::new(id(consumer)), Some(0)).await,
+                Some((0, 19, expected)),
+                "consumer {consumer} after kill -9"
+            );
+        }
+        // Consumer 1's file is open again (this process stored through it) when the purge
+        // removes it.
+        client
+            .store_consumer_offset(&Consumer::new(id(1)), &id(0), &id(0), Some(0), 6)
+            .await
+            .expect("store 1 before the purge");
+        client.purge_topic(&id(0), &id(0)).await.expect("purge");
+        fill(&client, 0, 20).await;
+        fsync_partition_0(&client).await;
+        client
+            .store_consumer_offset(&Consumer::new(id(1)), &id(0), &id(0), Some(0), 4)
+            .await
+            .expect("store 1 after the purge");
+        let polled = client
+            .poll_messages(
+                &id(0),
+                &id(0),
+                Some(0),
+                &Consumer::new(id(5)),
+                &PollingStrategy::offset(0),
+                9,
+                true,
+            )
+            .await
+            .expect("auto-commit poll after the purge");
+        assert_eq!(polled.messages.len(), 9);
+    }
+    server.kill();
+    server.start_again();
+    let client = root_client(&server).await;
+    assert_eq!(
+        stored(&client, &Consumer::new(id(1)), Some(0)).await,
+        Some((0, 19, 4)),
+        "stored after the purge"
+    );
+    assert_eq!(
+        stored(&client, &Consumer::new(id(5)), Some(0)).await,
+        Some((0, 19, 8)),
+        "auto-committed after the purge"
+    );
+    assert_eq!(
+        stored(&client, &Consumer::new(id(3)), Some(0)).await,
+        None,
+        "the purge removed the others"
+    );
+}
+
+async fn fsync_partition_0(client: &IggyClient) {
+    client
+        .flush_unsaved_buffer(&id(0), &id(0), 0, true)
+        .await
+        .expect("flush with fsync");
+}

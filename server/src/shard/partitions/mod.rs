@@ -4,6 +4,7 @@
 
 mod checksums;
 pub mod epochs;
+mod offset_files;
 mod offsets;
 pub mod replica;
 #[cfg(test)]
@@ -39,6 +40,8 @@ pub struct LocalPartition {
     pool: Rc<BufferPool>,
     pub counters: Arc<PartitionCounters>,
     offsets: RefCell<HashMap<ConsumerKey, u64>>,
+    /// The offset files kept open (`offsets.rs`).
+    offset_files: RefCell<HashMap<ConsumerKey, offset_files::OpenOffsetFile>>,
     dir: PathBuf,
     /// The owning shard's metric cells.
     metrics: ShardMetricsHandle,
@@ -129,6 +132,7 @@ impl LocalPartition {
             pool,
             counters,
             offsets: RefCell::new(HashMap::new()),
+            offset_files: RefCell::new(HashMap::new()),
             dir,
             metrics,
             published: Cell::new(published),
@@ -337,6 +341,8 @@ impl LocalPartition {
             // Fetches and appends waiting on the partition give up now.
             replication.wake_all();
         }
+        // The files may be deleted next; their descriptors go now, not with the last handle.
+        self.offset_files.borrow_mut().clear();
         self.storage().close().await
     }
 
@@ -508,9 +514,7 @@ impl LocalPartition {
         {
             let _exclusive = self.exclusive().await?;
             self.purge_log().await?;
-            self.offsets.borrow_mut().clear();
-            self.offsets_changed();
-            let _ = blocking::remove_dir_all(&self.dir.join("offsets")).await;
+            self.forget_all_offsets().await;
             self.refresh_counters();
         }
         // Outside the gate: the followers' fetches that carry the purge need it.
