@@ -1,7 +1,7 @@
 //! Bytes on a connection: request headers read under the idle and read deadlines, bodies read
 //! into reusable buffers, response frames written with vectored writes.
 
-use crate::frontend::{MAX_IOVECS, ResponseFrame, with_optional_timeout};
+use crate::frontend::{MAX_IOVECS, ResponseFrame, SMALL_BODY_BYTES, with_optional_timeout};
 use crate::shard::Shard;
 use bytes::BytesMut;
 use compio::BufResult;
@@ -119,13 +119,24 @@ impl Inbound {
     }
 
     /// The next `len` bytes, a request body: split off what was already received, the rest
-    /// read straight into the same buffer (exactly what is missing, nothing ahead of it).
+    /// read straight into the same buffer (exactly what is missing, nothing ahead of it). A
+    /// body over [`SMALL_BODY_BYTES`] gets an allocation of its own, freed with it: split off
+    /// the connection's buffer, it would keep that whole allocation alive for the connection.
     pub(super) async fn read_body<S: AsyncRead>(
         &mut self,
         stream: &mut S,
         len: usize,
     ) -> io::Result<BytesMut> {
         let have = self.bytes.len();
+        if have < len && len > SMALL_BODY_BYTES {
+            let mut body = BytesMut::with_capacity(len);
+            // All of it is this body's: it is shorter than the body.
+            body.extend_from_slice(&self.bytes);
+            self.bytes.clear();
+            let BufResult(result, slice) = stream.read_exact(body.slice(have..len)).await;
+            result?;
+            return Ok(compio::buf::IntoInner::into_inner(slice));
+        }
         if have < len {
             self.bytes.reserve(len - have);
             let buffer = std::mem::take(&mut self.bytes);
@@ -227,11 +238,12 @@ mod tests {
 
     proptest! {
         /// However the bytes arrive (pipelined requests, a header split anywhere, a body in
-        /// many pieces), every header and body comes out whole and in order, then end of stream.
+        /// many pieces), every header and body, small or large, comes out whole and in order,
+        /// then end of stream.
         #[test]
         fn requests_come_out_whole_however_the_bytes_arrive(
             bodies in proptest::collection::vec(
-                proptest::collection::vec(any::<u8>(), 0..40_000), 1..6),
+                proptest::collection::vec(any::<u8>(), 0..100_000), 1..6),
             cuts in proptest::collection::vec(1usize..30_000, 0..12),
         ) {
             let mut stream = Pieces { bytes: frames(&bodies), cuts, receives: 0 };
@@ -246,7 +258,7 @@ mod tests {
                     assert_eq!(u32::from_le_bytes(header[4..].try_into().unwrap()), n as u32);
                     let got = inbound.read_body(&mut stream, len).await.unwrap();
                     assert_eq!(&got[..], &body[..], "body {n}");
-                    inbound.shrink(crate::frontend::SMALL_BODY_BYTES);
+                    inbound.shrink(SMALL_BODY_BYTES);
                 }
                 assert!(inbound.is_empty());
                 let end = inbound.read_header(&mut stream, None, timeout).await;
@@ -274,6 +286,45 @@ mod tests {
         });
         assert_eq!(stream.receives, 1, "header and body in one receive");
         assert!(inbound.is_empty());
+    }
+
+    #[test]
+    fn a_large_body_leaves_the_connection_buffer_small() {
+        let large = vec![3u8; 5 * SMALL_BODY_BYTES];
+        let small = vec![4u8; 100];
+        let mut stream = Pieces {
+            bytes: frames(&[large.clone(), small.clone()]),
+            cuts: vec![],
+            receives: 0,
+        };
+        let mut inbound = Inbound::default();
+        run(async {
+            let timeout = Duration::from_secs(1);
+            assert!(
+                inbound
+                    .read_header(&mut stream, None, timeout)
+                    .await
+                    .is_ok()
+            );
+            let got = inbound.read_body(&mut stream, large.len()).await.unwrap();
+            assert_eq!(&got[..], &large[..]);
+            drop(got);
+            inbound.shrink(SMALL_BODY_BYTES);
+            assert!(inbound.is_empty());
+            assert!(
+                inbound
+                    .read_header(&mut stream, None, timeout)
+                    .await
+                    .is_ok()
+            );
+            let got = inbound.read_body(&mut stream, small.len()).await.unwrap();
+            assert_eq!(&got[..], &small[..]);
+        });
+        assert!(
+            inbound.bytes.capacity() <= 2 * SMALL_BODY_BYTES,
+            "the connection's buffer grew to {} bytes",
+            inbound.bytes.capacity()
+        );
     }
 
     #[test]

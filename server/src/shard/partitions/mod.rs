@@ -41,7 +41,7 @@ pub struct LocalPartition {
     pub counters: Arc<PartitionCounters>,
     offsets: RefCell<HashMap<ConsumerKey, u64>>,
     /// The offset files kept open (`offsets.rs`).
-    offset_files: RefCell<HashMap<ConsumerKey, offset_files::OpenOffsetFile>>,
+    offset_files: RefCell<offset_files::OffsetFiles>,
     dir: PathBuf,
     /// The owning shard's metric cells.
     metrics: ShardMetricsHandle,
@@ -132,7 +132,7 @@ impl LocalPartition {
             pool,
             counters,
             offsets: RefCell::new(HashMap::new()),
-            offset_files: RefCell::new(HashMap::new()),
+            offset_files: RefCell::default(),
             dir,
             metrics,
             published: Cell::new(published),
@@ -342,7 +342,7 @@ impl LocalPartition {
             replication.wake_all();
         }
         // The files may be deleted next; their descriptors go now, not with the last handle.
-        self.offset_files.borrow_mut().clear();
+        self.offset_files.borrow_mut().forget_all();
         self.storage().close().await
     }
 

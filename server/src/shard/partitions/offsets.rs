@@ -1,12 +1,11 @@
 //! Consumer offsets of a partition: kept in memory by its owner and persisted one file per
 //! consumer (`offsets/consumers/<id>`, `offsets/groups/<id>`: a u64 LE), clamped at load to the
-//! data that survived. The files of the consumers that store first stay open (up to
-//! [`OPEN_PER_PARTITION`] per partition and `offset_files::OPEN_PER_SHARD` per shard), so a
-//! poll with auto-commit costs one write, not a directory check, an open, a write and a close;
-//! the others are opened for each store.
+//! data that survived. The files of the consumers that store first stay open (up to 8 per
+//! partition and 1024 per shard: `offset_files.rs`), so a poll with auto-commit costs one
+//! write, not a directory check, an open, a write and a close; the others are opened for each
+//! store.
 
 use super::LocalPartition;
-use super::offset_files::OpenOffsetFile;
 use crate::shard::message::{ConsumerKey, StoredOffset};
 use crate::storage::blocking;
 use compio::fs::File;
@@ -14,10 +13,6 @@ use compio::io::AsyncWriteAtExt;
 use rill_core::ErrorCode;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-
-/// Enough for the consumer groups of a topic and a few plain consumers; a client inventing
-/// consumer ids cannot make a partition hold more.
-const OPEN_PER_PARTITION: usize = 8;
 
 fn offset_file(dir: &Path, consumer: ConsumerKey) -> PathBuf {
     match consumer {
@@ -97,30 +92,34 @@ impl LocalPartition {
         Ok(())
     }
 
-    /// Removes a stored offset and its file.
+    /// Removes a stored offset and its file. The open file is forgotten before the unlink and
+    /// again after it: a store that opened the file meanwhile must not keep it, or its later
+    /// stores would go to an unlinked file.
     pub(super) async fn forget_offset(&self, consumer: ConsumerKey) {
         self.offsets.borrow_mut().remove(&consumer);
-        self.offset_files.borrow_mut().remove(&consumer);
+        self.offset_files.borrow_mut().forget(consumer);
         self.offsets_changed();
         let _ = compio::fs::remove_file(offset_file(&self.dir, consumer)).await;
+        self.offset_files.borrow_mut().forget(consumer);
     }
 
     /// Forgets every stored offset and removes their files (the caller holds the gate
-    /// exclusively): no open file may outlive its directory, or later stores would go to an
-    /// unlinked file.
+    /// exclusively), the open files forgotten as in [`LocalPartition::forget_offset`].
     pub(super) async fn forget_all_offsets(&self) {
         self.offsets.borrow_mut().clear();
-        self.offset_files.borrow_mut().clear();
+        self.offset_files.borrow_mut().forget_all();
         self.offsets_changed();
         let _ = blocking::remove_dir_all(&self.dir.join("offsets")).await;
+        self.offset_files.borrow_mut().forget_all();
     }
 
     /// The consumer's offset file: the one kept open, else opened (and kept while there is
     /// room), its directory created first.
     async fn open_offset_file(&self, consumer: ConsumerKey) -> std::io::Result<Rc<File>> {
-        if let Some(file) = self.offset_files.borrow().get(&consumer) {
-            return Ok(file.file().clone());
+        if let Some(file) = self.offset_files.borrow().get(consumer) {
+            return Ok(file);
         }
+        let generation = self.offset_files.borrow().generation();
         let path = offset_file(&self.dir, consumer);
         if let Some(parent) = path.parent() {
             compio::fs::create_dir_all(parent).await?;
@@ -132,14 +131,9 @@ impl LocalPartition {
                 .open(&path)
                 .await?,
         );
-        let mut open = self.offset_files.borrow_mut();
-        // Checked again: another store of the same consumer may have opened it meanwhile.
-        if open.len() < OPEN_PER_PARTITION
-            && !open.contains_key(&consumer)
-            && let Some(kept) = OpenOffsetFile::keep(&file)
-        {
-            open.insert(consumer, kept);
-        }
+        self.offset_files
+            .borrow_mut()
+            .keep(consumer, &file, generation);
         Ok(file)
     }
 
