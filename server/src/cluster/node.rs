@@ -151,8 +151,9 @@ pub fn start(
         })
         .map_err(|error| format!("cannot spawn the cluster thread: {error}"))?;
     tracing::warn!(
-        "cluster mode is a preview: every node holds every partition and the metadata leader \
-         leads them all; followers relay their clients' data requests to it"
+        "cluster mode is a preview: a fixed roster, no Raft snapshots (the metadata log is kept \
+         whole); partitions are held by their topic's replication_factor nodes and led by one \
+         of them, and any node relays a client's request to the partition's leader"
     );
     tracing::info!(
         replica_id,

@@ -1,7 +1,8 @@
-//! A partition's part in cluster replication. Every node holds every partition; the metadata
-//! leader leads them all for now. The leader appends a client's batch to its own log, then
-//! answers once a majority of the nodes hold it in the partition's ack mode: followers copy the
-//! leader's log by asking for what follows their own end (a fetch, as in Kafka), and each
+//! A partition's part in cluster replication. A partition is held by its topic's
+//! replication-factor nodes, one of them its leader (assigned by the metadata leader:
+//! `control/leadership.rs`). The leader appends a client's batch to its own log, then
+//! answers once a majority of its replicas hold it in the partition's ack mode: followers copy
+//! the leader's log by asking for what follows their own end (a fetch, as in Kafka), and each
 //! fetch tells the leader how far that follower's log reaches. Consumers are shown only what a
 //! majority holds (`commit_end`), so a new leader never takes back what a consumer saw.
 //!
