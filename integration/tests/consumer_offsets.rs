@@ -31,6 +31,14 @@ async fn fixture(client: &IggyClient, partitions: u32) {
     assert_eq!(create_topic(client, 0, "t", partitions).await.id, 0);
 }
 
+/// Flushes `partition` of stream 0 / topic 0 with fsync, so its current offset is known.
+async fn fsync_partition(client: &IggyClient, partition: u32) {
+    client
+        .flush_unsaved_buffer(&id(0), &id(0), partition, true)
+        .await
+        .expect("flush with fsync");
+}
+
 async fn stored(
     client: &IggyClient,
     consumer: &Consumer,
@@ -360,10 +368,7 @@ async fn store_durable_offsets(client: &IggyClient) -> Vec<(Consumer, u32, u64)>
     fixture(client, 3).await;
     for partition in 0..3 {
         fill(client, partition, 20).await;
-        client
-            .flush_unsaved_buffer(&id(0), &id(0), partition, true)
-            .await
-            .expect("flush with fsync");
+        fsync_partition(client, partition).await;
     }
     let group = client
         .create_consumer_group(&id(0), &id(0), "durable")
@@ -480,7 +485,7 @@ async fn offsets_stay_durable_with_their_files_kept_open() {
         let client = root_client(&server).await;
         fixture(&client, 1).await;
         fill(&client, 0, 20).await;
-        fsync_partition_0(&client).await;
+        fsync_partition(&client, 0).await;
         for consumer in 1..=12u32 {
             for offset in [consumer % 5, consumer + 5] {
                 client
@@ -529,7 +534,7 @@ async fn offsets_stay_durable_with_their_files_kept_open() {
             .expect("store 1 before the purge");
         client.purge_topic(&id(0), &id(0)).await.expect("purge");
         fill(&client, 0, 20).await;
-        fsync_partition_0(&client).await;
+        fsync_partition(&client, 0).await;
         client
             .store_consumer_offset(&Consumer::new(id(1)), &id(0), &id(0), Some(0), 4)
             .await
@@ -566,11 +571,4 @@ async fn offsets_stay_durable_with_their_files_kept_open() {
         None,
         "the purge removed the others"
     );
-}
-
-async fn fsync_partition_0(client: &IggyClient) {
-    client
-        .flush_unsaved_buffer(&id(0), &id(0), 0, true)
-        .await
-        .expect("flush with fsync");
 }

@@ -42,10 +42,10 @@ impl Inbound {
         self.bytes.is_empty()
     }
 
-    /// Drops a large allocation once nothing is left in it: a large body's buffer is not kept
-    /// for the next small request.
-    pub(super) fn shrink(&mut self, keep: usize) {
-        if self.bytes.is_empty() && self.bytes.capacity() > keep {
+    /// Drops an allocation over [`SMALL_BODY_BYTES`] once nothing is left in it, so a connection
+    /// going idle does not keep it.
+    fn shrink(&mut self) {
+        if self.bytes.is_empty() && self.bytes.capacity() > SMALL_BODY_BYTES {
             self.bytes = BytesMut::new();
         }
     }
@@ -144,7 +144,9 @@ impl Inbound {
             self.bytes = compio::buf::IntoInner::into_inner(slice);
             result?;
         }
-        Ok(self.bytes.split_to(len))
+        let body = self.bytes.split_to(len);
+        self.shrink();
+        Ok(body)
     }
 }
 
@@ -258,7 +260,6 @@ mod tests {
                     assert_eq!(u32::from_le_bytes(header[4..].try_into().unwrap()), n as u32);
                     let got = inbound.read_body(&mut stream, len).await.unwrap();
                     assert_eq!(&got[..], &body[..], "body {n}");
-                    inbound.shrink(SMALL_BODY_BYTES);
                 }
                 assert!(inbound.is_empty());
                 let end = inbound.read_header(&mut stream, None, timeout).await;
@@ -309,13 +310,19 @@ mod tests {
             let got = inbound.read_body(&mut stream, large.len()).await.unwrap();
             assert_eq!(&got[..], &large[..]);
             drop(got);
-            inbound.shrink(SMALL_BODY_BYTES);
             assert!(inbound.is_empty());
             assert!(
                 inbound
                     .read_header(&mut stream, None, timeout)
                     .await
                     .is_ok()
+            );
+            // The receive for the next header would reclaim the large body's allocation had
+            // the body been split off the connection's buffer.
+            assert!(
+                inbound.bytes.capacity() <= 2 * SMALL_BODY_BYTES,
+                "the next receive took {} bytes",
+                inbound.bytes.capacity()
             );
             let got = inbound.read_body(&mut stream, small.len()).await.unwrap();
             assert_eq!(&got[..], &small[..]);

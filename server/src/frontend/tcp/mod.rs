@@ -5,8 +5,8 @@
 
 use super::v09;
 use super::{
-    BodyRefusal, Registration, ResponseFrame, SMALL_BODY_BYTES, admit_body, heartbeat_verified,
-    idle_limit, is_stale, process_request,
+    BodyRefusal, Registration, ResponseFrame, admit_body, heartbeat_verified, idle_limit, is_stale,
+    process_request,
 };
 use crate::config::TcpSocketConfig;
 use crate::session::{Generation, Session};
@@ -424,7 +424,6 @@ pub(super) async fn serve_frames<S: AsyncRead + AsyncWrite>(
                 }
             }
         };
-        inbound.shrink(SMALL_BODY_BYTES);
         let response = process_request(shard, session, header.code, payload).await;
         drop(_permit);
         let closes = response.closes_connection() || session.close_requested;
@@ -514,7 +513,6 @@ async fn serve_v09_request<S: AsyncRead + AsyncWrite>(
         }
     };
     metrics.received_bytes.add(body_len as u64);
-    inbound.shrink(SMALL_BODY_BYTES);
     let reply = v09::process(shard, session, header, body).await;
     drop(_permit);
     let close = reply.close || session.close_requested;
