@@ -2,6 +2,7 @@
 //! so one connection, served by whichever shard accepted it, must reach partitions owned by every
 //! other shard; metadata changes made on any shard must be visible on all.
 
+use bytes::Bytes;
 use iggy::prelude::*;
 use rill_integration::fixtures::{
     SentBatch, assert_batches, poll_partition, send_batch, send_series, test_messages,
@@ -321,4 +322,94 @@ async fn connections_move_to_the_shard_owning_their_partitions() {
         remaining, 1,
         "moved sessions leave the clients table on disconnect"
     );
+}
+
+#[tokio::test]
+async fn consumers_of_large_polls_move_to_their_partitions_and_large_senders_stay() {
+    // Proves: the move rule looks at request bodies only (session.rs SMALL_REQUEST_BYTES). A
+    // consumer whose polls bring 100 KB back moves to its partition's owner like a small
+    // request's connection does (so its socket copies run on the core that owns its data, not
+    // wherever the kernel's hash put it), while a producer sending 100 KB batches never moves
+    // (its shard receives while the owner stores). How: official SDK clients on a 4-shard
+    // server, 8 partitions; 8 producers send 12 batches of 100 x 1000-byte messages each, then
+    // 8 consumers poll their partition back 100 at a time (13 polls each); /metrics counts
+    // moves and data forwards. Without the move, 3 in 4 consumers would be on a non-owner and
+    // forward all 13 polls (about 78 forwards); with it none forwards more than 4.
+    const BATCHES: u64 = 12;
+    const PER_BATCH: u64 = 100;
+    let server = TestServer::start(ServerOptions::new().shards(4));
+    let admin = root_client(&server).await;
+    let stream = create_stream(&admin, "large-moves").await;
+    create_topic(&admin, stream, "t", 8).await;
+    let (s, t) = (id(stream), id(0));
+    let payload = |partition: u32, sequence: u64| {
+        let mut bytes = format!("{partition}:{sequence}:").into_bytes();
+        bytes.resize(1000, b'x');
+        Bytes::from(bytes)
+    };
+
+    let moves_before = metric_sum(&server, "iggy_shard_connections_moved_total", "shard=");
+    let mut producers = Vec::new();
+    for _ in 0..8 {
+        producers.push(root_client(&server).await);
+    }
+    for (partition, producer) in producers.iter().enumerate() {
+        let partition = partition as u32;
+        for batch in 0..BATCHES {
+            let mut messages: Vec<IggyMessage> = (0..PER_BATCH)
+                .map(|i| {
+                    IggyMessage::builder()
+                        .payload(payload(partition, batch * PER_BATCH + i))
+                        .build()
+                        .expect("message")
+                })
+                .collect();
+            producer
+                .send_messages(
+                    &s,
+                    &t,
+                    &Partitioning::partition_id(partition),
+                    &mut messages,
+                )
+                .await
+                .expect("send");
+        }
+    }
+    let moves_after_sends = metric_sum(&server, "iggy_shard_connections_moved_total", "shard=");
+    assert_eq!(
+        moves_after_sends, moves_before,
+        "producers of 100 KB batches stay where they were accepted"
+    );
+
+    let forwards_before = metric_sum(&server, "iggy_shard_forwards_total", "kind=\"data\"");
+    let mut consumers = Vec::new();
+    for _ in 0..8 {
+        consumers.push(root_client(&server).await);
+    }
+    for (partition, consumer) in consumers.iter().enumerate() {
+        let partition = partition as u32;
+        let polled = poll_partition(consumer, &s, &t, partition, PER_BATCH as u32).await;
+        assert_eq!(
+            polled.len() as u64,
+            BATCHES * PER_BATCH,
+            "partition {partition}"
+        );
+        for (offset, message) in polled.iter().enumerate() {
+            assert_eq!(message.header.offset, offset as u64);
+            assert_eq!(
+                message.payload,
+                payload(partition, offset as u64),
+                "partition {partition} offset {offset}"
+            );
+        }
+    }
+    let forwards =
+        metric_sum(&server, "iggy_shard_forwards_total", "kind=\"data\"") - forwards_before;
+    let moves =
+        metric_sum(&server, "iggy_shard_connections_moved_total", "shard=") - moves_after_sends;
+    assert!(
+        forwards <= 8.0 * 4.0,
+        "{forwards} data forwards for 8 consumers ({moves} moved)"
+    );
+    assert!(moves <= 8.0, "{moves} moves for 8 consumers");
 }

@@ -427,10 +427,7 @@ pub(super) async fn serve_frames<S: AsyncRead + AsyncWrite>(
         let response = process_request(shard, session, header.code, payload).await;
         drop(_permit);
         let closes = response.closes_connection() || session.close_requested;
-        let response_len: usize = response.chunks.iter().map(|chunk| chunk.len()).sum();
-        session
-            .affinity
-            .note_request_bytes(payload_len + response_len);
+        session.affinity.note_request_bytes(payload_len);
         // A peer that stops reading must not pin this task and its response forever.
         match compio::time::timeout(
             config.read_timeout.0,
@@ -516,8 +513,7 @@ async fn serve_v09_request<S: AsyncRead + AsyncWrite>(
     let reply = v09::process(shard, session, header, body).await;
     drop(_permit);
     let close = reply.close || session.close_requested;
-    let reply_len: usize = reply.chunks.iter().map(|chunk| chunk.len()).sum();
-    session.affinity.note_request_bytes(body_len + reply_len);
+    session.affinity.note_request_bytes(body_len);
     let frame = ResponseFrame {
         chunks: reply.chunks,
         status: None,
