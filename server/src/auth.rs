@@ -6,19 +6,26 @@ use rill_core::ErrorCode;
 use std::ffi::c_void;
 use std::num::NonZeroUsize;
 use std::ptr::NonNull;
+use std::sync::{Condvar, Mutex, MutexGuard, Once, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 /// Length rules of protocol.md 4.2.
 pub const USERNAME_LENGTH: std::ops::RangeInclusive<usize> = 3..=50;
 pub const PASSWORD_LENGTH: std::ops::RangeInclusive<usize> = 3..=100;
 
 /// Argon2id's working memory (19 MiB with the default parameters) in an anonymous mapping of its
-/// own, unmapped when the computation ends. Allocated through the global allocator (mimalloc),
-/// those pages stayed resident after the first password check: an idle server held 36 MiB
-/// instead of 22 after creating its root user, and 19 MiB more after any login.
+/// own. Allocated through the global allocator (mimalloc), those pages stayed resident after the
+/// first password check: an idle server held 36 MiB instead of 22 after creating its root user,
+/// and 19 MiB more after any login. A released mapping is kept for the next check for
+/// [`LINGER`] (see [`Spares`]), then unmapped.
 struct ArgonMemory {
     ptr: NonNull<c_void>,
     blocks: usize,
 }
+
+// SAFETY: the mapping is owned by this value alone (nothing else points into it), so moving it
+// to another thread moves the only access to it.
+unsafe impl Send for ArgonMemory {}
 
 impl ArgonMemory {
     fn new(blocks: usize) -> Option<ArgonMemory> {
@@ -40,8 +47,9 @@ impl ArgonMemory {
 
 impl AsMut<[Block]> for ArgonMemory {
     fn as_mut(&mut self) -> &mut [Block] {
-        // SAFETY: the mapping holds `blocks` page-aligned, zero-filled Blocks (plain u64 arrays,
-        // valid for any bytes), and `&mut self` makes this the only reference to it.
+        // SAFETY: the mapping holds `blocks` page-aligned Blocks (plain u64 arrays, valid for any
+        // bytes: zero-filled when fresh, a previous check's blocks when reused, which Argon2
+        // overwrites before reading), and `&mut self` makes this the only reference to it.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().cast::<Block>(), self.blocks) }
     }
 }
@@ -53,18 +61,141 @@ impl Drop for ArgonMemory {
     }
 }
 
+/// How long a released working memory waits for the next password check. Logins come in bursts
+/// (a client starting its producers and consumers, a reconnecting fleet), and a fresh mapping's
+/// first touch of 19 MiB costs a login 10 ms more on a VM that hands freed pages back to its host
+/// (27 ms against 17 ms, measured on this project's VM): CPU taken from the shards while their
+/// clients are busy. After this long without a check the memory goes, so an idle server stays
+/// small.
+const LINGER: Duration = Duration::from_secs(5);
+/// At most this many released mappings are kept (checks run one per shard at once).
+const MAX_SPARES: usize = 4;
+
+/// The released working memories, oldest first, and the thread that unmaps them once they have
+/// lingered. The thread starts with the first check and sleeps while nothing is kept.
+struct Spares {
+    kept: Mutex<Vec<(ArgonMemory, Instant)>>,
+    released: Condvar,
+    linger: Duration,
+}
+
+impl Spares {
+    fn new(linger: Duration) -> Spares {
+        Spares {
+            kept: Mutex::new(Vec::new()),
+            released: Condvar::new(),
+            linger,
+        }
+    }
+
+    /// The process's spares, their reaper started.
+    fn get() -> &'static Spares {
+        static SPARES: OnceLock<Spares> = OnceLock::new();
+        static REAPER: Once = Once::new();
+        let spares = SPARES.get_or_init(|| Spares::new(LINGER));
+        REAPER.call_once(|| spares.start_reaper());
+        spares
+    }
+
+    fn start_reaper(&'static self) {
+        // Should the thread not start, mappings are still reused; they are just never unmapped
+        // (at most MAX_SPARES of them).
+        let _ = std::thread::Builder::new()
+            .name("argon2-spares".into())
+            .spawn(|| self.reap());
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<(ArgonMemory, Instant)>> {
+        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A kept mapping of `blocks` blocks (the newest), or a fresh one.
+    fn take(&self, blocks: usize) -> Option<ArgonMemory> {
+        let mut kept = self.lock();
+        match kept.iter().rposition(|(memory, _)| memory.blocks == blocks) {
+            Some(found) => Some(kept.remove(found).0),
+            None => {
+                drop(kept);
+                ArgonMemory::new(blocks)
+            }
+        }
+    }
+
+    fn give_back(&self, memory: ArgonMemory) {
+        let mut kept = self.lock();
+        let evicted = (kept.len() >= MAX_SPARES).then(|| kept.remove(0));
+        kept.push((memory, Instant::now()));
+        drop(kept);
+        self.released.notify_one();
+        drop(evicted);
+    }
+
+    /// Unmaps every mapping once it has lingered, for ever.
+    fn reap(&self) -> ! {
+        let mut kept = self.lock();
+        loop {
+            let now = Instant::now();
+            let expired = kept
+                .iter()
+                .take_while(|(_, released)| now.duration_since(*released) >= self.linger)
+                .count();
+            if expired > 0 {
+                let gone: Vec<_> = kept.drain(..expired).collect();
+                drop(kept);
+                // Unmapped without the lock held.
+                drop(gone);
+                kept = self.lock();
+                continue;
+            }
+            kept = match kept.first() {
+                None => self
+                    .released
+                    .wait(kept)
+                    .unwrap_or_else(PoisonError::into_inner),
+                Some((_, oldest)) => {
+                    let left = self.linger.saturating_sub(now.duration_since(*oldest));
+                    self.released
+                        .wait_timeout(kept, left)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+            };
+        }
+    }
+
+    #[cfg(test)]
+    fn kept(&self) -> usize {
+        self.lock().len()
+    }
+}
+
+/// Whether a check's working memory waits for the next check afterwards.
+#[derive(Clone, Copy)]
+enum Afterwards {
+    /// Logins: they come in bursts.
+    Keep,
+    /// Creating a user or a password: rare, and a new server's first one (its root user) should
+    /// not leave 19 MiB resident while it sits idle.
+    Unmap,
+}
+
 /// Runs Argon2 over `password` and the decoded `salt` into `output_len` bytes.
 fn argon2_output(
     argon: &Argon2<'_>,
     password: &[u8],
     salt: &[u8],
     output_len: usize,
+    afterwards: Afterwards,
 ) -> Option<Vec<u8>> {
-    let memory = ArgonMemory::new(argon.params().block_count())?;
+    let spares = Spares::get();
+    let mut memory = spares.take(argon.params().block_count())?;
     let mut output = vec![0u8; output_len];
-    argon
-        .hash_password_into_with_memory(password, salt, &mut output, memory)
-        .ok()?;
+    let hashed = argon.hash_password_into_with_memory(password, salt, &mut output, &mut memory);
+    match afterwards {
+        Afterwards::Keep => spares.give_back(memory),
+        Afterwards::Unmap => drop(memory),
+    }
+    hashed.ok()?;
     Some(output)
 }
 
@@ -86,6 +217,7 @@ pub fn hash_password(password: &str) -> Result<String, ErrorCode> {
         password.as_bytes(),
         salt_bytes,
         Params::DEFAULT_OUTPUT_LEN,
+        Afterwards::Unmap,
     )
     .ok_or_else(|| failed("argon2"))?;
     let hash = PasswordHash {
@@ -112,7 +244,13 @@ pub fn verify_password(password: &str, stored_hash: &str) -> bool {
         let mut salt_bytes = [0u8; 64];
         let salt_bytes = hash.salt?.decode_b64(&mut salt_bytes).ok()?;
         let argon = Argon2::new(algorithm, version, params);
-        let output = argon2_output(&argon, password.as_bytes(), salt_bytes, expected.len())?;
+        let output = argon2_output(
+            &argon,
+            password.as_bytes(),
+            salt_bytes,
+            expected.len(),
+            Afterwards::Keep,
+        )?;
         // Output's equality is constant-time.
         Some(Output::new(&output).ok()? == expected)
     };
@@ -215,6 +353,60 @@ mod tests {
         assert!(!verify_password("secret", "not a hash"));
         let generated = generate_password();
         assert!((20..40).contains(&generated.len()));
+    }
+
+    #[test]
+    fn a_reused_working_memory_hashes_as_a_fresh_one() {
+        let argon = Argon2::default();
+        let salt = b"a salt of sixteen bytes";
+        let mut reference = [0u8; 32];
+        argon
+            .hash_password_into(b"secret", salt, &mut reference)
+            .unwrap();
+        let spares = Spares::new(Duration::from_secs(60));
+        let blocks = argon.params().block_count();
+        let mut memory = spares.take(blocks).unwrap();
+        // What a previous check would leave behind, and worse.
+        for block in memory.as_mut() {
+            block.as_mut().fill(0xDEAD_BEEF_DEAD_BEEF);
+        }
+        spares.give_back(memory);
+        assert_eq!(spares.kept(), 1);
+        let mut reused = spares.take(blocks).unwrap();
+        assert_eq!(spares.kept(), 0, "the kept mapping was taken");
+        let mut output = [0u8; 32];
+        argon
+            .hash_password_into_with_memory(b"secret", salt, &mut output, &mut reused)
+            .unwrap();
+        assert_eq!(output, reference);
+    }
+
+    #[test]
+    fn spares_are_bounded_and_unmapped_once_they_have_lingered() {
+        let spares: &'static Spares = Box::leak(Box::new(Spares::new(Duration::from_millis(100))));
+        spares.start_reaper();
+        for _ in 0..MAX_SPARES + 2 {
+            spares.give_back(ArgonMemory::new(8).unwrap());
+        }
+        assert_eq!(spares.kept(), MAX_SPARES);
+        // Another size is mapped afresh, leaving the kept ones.
+        let other = spares.take(16).unwrap();
+        assert_eq!((other.blocks, spares.kept()), (16, MAX_SPARES));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while spares.kept() > 0 {
+            assert!(Instant::now() < deadline, "spares were never unmapped");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // A release after the reaper emptied the list is reaped too.
+        spares.give_back(other);
+        assert_eq!(spares.kept(), 1);
+        while spares.kept() > 0 {
+            assert!(
+                Instant::now() < deadline,
+                "a later spare was never unmapped"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     #[test]
