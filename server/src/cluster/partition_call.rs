@@ -31,6 +31,7 @@ use crate::views::Counts;
 use bytes::{Bytes, BytesMut};
 use rill_core::message::MessageBatch;
 use rill_core::primitives::{PollingKind, PollingStrategy};
+use std::time::Duration;
 
 /// What a partition's leader is asked to do.
 #[derive(Debug)]
@@ -161,6 +162,8 @@ pub fn decode_call(body: &[u8]) -> Option<(PartitionKey, NodeCall)> {
                 count,
                 consumer,
                 auto_commit,
+                // A partition call answers at once: the caller's wait is not sent.
+                wait_for_data: Duration::ZERO,
             })
         }
         3 => NodeCall::Flush {
@@ -316,12 +319,14 @@ mod tests {
                 count: 10,
                 consumer: Some(ConsumerKey::Group(4)),
                 auto_commit: true,
+                wait_for_data: Duration::ZERO,
             }),
             NodeCall::Poll(PollArgs {
                 strategy: PollingStrategy::next(),
                 count: 1,
                 consumer: None,
                 auto_commit: false,
+                wait_for_data: Duration::ZERO,
             }),
             NodeCall::Flush { fsync: true },
             NodeCall::DeleteSegments { count: 2 },

@@ -102,6 +102,9 @@ pub struct PartitionDefaults {
     pub size_of_messages_required_to_save: ByteSize,
     pub verify_checksums_on_read: crate::storage::ChecksumReads,
     pub verify_checksums_at_boot: bool,
+    /// How long a consumer's repeated poll of an empty tail waits for the next message
+    /// (`session::TailPolls`); 0 answers every poll at once.
+    pub empty_poll_wait: HumanDuration,
 }
 
 /// One `"stream/topic=mode"` entry of `ack_mode_overrides`.

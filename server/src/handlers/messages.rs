@@ -12,8 +12,9 @@ use crate::shard::routing::Target;
 use crate::shard::table::PartitionKey;
 use rill_core::ErrorCode;
 use rill_core::message::encode_poll_header;
-use rill_core::primitives::{Consumer, ConsumerKind, Identifier, Partitioning};
+use rill_core::primitives::{Consumer, ConsumerKind, Identifier, Partitioning, PollingKind};
 use rill_core::requests::{DeleteSegments, FlushUnsavedBuffer, PollMessages, SendMessages};
+use std::time::{Duration, Instant};
 
 /// Maps a consumer to the key its offsets are stored under: numeric ids as they are, names
 /// through xxHash32 (as upstream).
@@ -147,13 +148,33 @@ pub async fn poll(
             )
         }
     };
+    // A plain consumer following a partition's tail may wait there for the next message (see
+    // `TailPolls`); a group member's poll picks among its partitions and answers at once.
+    let tail = (key.stream_id, key.topic_id, key.partition_id);
+    let tails = ticket.is_none()
+        && matches!(
+            request.strategy.kind,
+            PollingKind::Offset | PollingKind::Next
+        );
+    let wait_for_data = if tails {
+        let wait = shard.shared.config.system.partition.empty_poll_wait.0;
+        session.tail_polls.wait_for(tail, wait, Instant::now())
+    } else {
+        Duration::ZERO
+    };
     let args = PollArgs {
         strategy: request.strategy,
         count: request.count,
         consumer: Some(consumer),
         auto_commit: request.auto_commit,
+        wait_for_data,
     };
     let polled = route(shard, session, key)?.poll(args).await?;
+    if tails {
+        session
+            .tail_polls
+            .note(tail, polled.count == 0, Instant::now());
+    }
     // What a group handed out, for the hand-over of revoked partitions (a failed poll drops
     // its ticket, which counts as handing out nothing).
     if let Some(ticket) = ticket {

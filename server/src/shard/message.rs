@@ -10,6 +10,7 @@ use rill_core::message::MessageBatch;
 use rill_core::primitives::PollingStrategy;
 use rill_core::requests::Request;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Who a stored offset belongs to. Plain consumers named by string are hashed to a u32 with
 /// xxHash32, as upstream does, so both forms name the same offset.
@@ -29,6 +30,10 @@ pub struct PollArgs {
     pub count: u32,
     pub consumer: Option<ConsumerKey>,
     pub auto_commit: bool,
+    /// How long a poll by offset or "next" that finds nothing new may wait for the next
+    /// message before answering empty (`[system.partition] empty_poll_wait`, given to sessions
+    /// that keep polling a partition's tail); zero answers at once.
+    pub wait_for_data: Duration,
 }
 
 /// The messages a poll returns, as slices of stored bytes (no copy).

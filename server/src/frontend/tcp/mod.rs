@@ -221,6 +221,10 @@ async fn serve_movable(
 
 /// Sends a duplicate of the connection's socket and the session to `owner`; gives the session
 /// back if that cannot be done, and the connection stays here.
+#[allow(
+    clippy::result_large_err,
+    reason = "the session travels by value once per move, and a failed move is rarer still"
+)]
 fn hand_over(
     shard: &Shard,
     stream: &TcpStream,

@@ -435,8 +435,23 @@ impl LocalPartition {
     }
 
     pub async fn poll(&self, args: PollArgs) -> Result<Polled, ErrorCode> {
-        let _shared = self.shared().await?;
-        let polled = self.read(args).await?;
+        let mut polled = {
+            let _shared = self.shared().await?;
+            self.read(args).await?
+        };
+        if polled.count == 0
+            && !args.wait_for_data.is_zero()
+            && args.count > 0
+            && self.commit_end().is_none()
+            && let Some(wanted) = self.tail_start(&args)
+        {
+            // The gate is not held while waiting: a purge or a deletion goes ahead, and the
+            // wait ends when the storage closes.
+            let storage = self.storage();
+            let _ = compio::time::timeout(args.wait_for_data, storage.wait_visible(wanted)).await;
+            let _shared = self.shared().await?;
+            polled = self.read(args).await?;
+        }
         let messages = u64::from(polled.count);
         self.metrics.polls.inc();
         self.metrics.polled_messages.add(messages);
@@ -521,12 +536,30 @@ impl LocalPartition {
         self.await_purge_commit().await
     }
 
+    /// The offset a poll by offset or "next" starts at, the one a waiting poll waits for.
+    fn tail_start(&self, args: &PollArgs) -> Option<u64> {
+        match args.strategy.kind {
+            PollingKind::Offset => Some(args.strategy.value),
+            PollingKind::Next => Some(
+                match args
+                    .consumer
+                    .and_then(|consumer| self.offsets.borrow().get(&consumer).copied())
+                {
+                    Some(stored) => stored + 1,
+                    None => self.storage().first_offset(),
+                },
+            ),
+            _ => None,
+        }
+    }
+
     async fn read(&self, args: PollArgs) -> Result<Polled, ErrorCode> {
         let PollArgs {
             strategy,
             count,
             consumer,
             auto_commit,
+            ..
         } = args;
         let mut current = self.storage().current_offset();
         if let Some(commit_end) = self.commit_end() {

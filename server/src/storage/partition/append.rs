@@ -62,6 +62,8 @@ impl Partition {
         let last = outcome.last_offset;
         let mode = inner.config.ack_mode;
         if mode == AckMode::Memory {
+            // Accepted is visible in this mode: consumers waiting at the tail may read it now.
+            inner.progress.notify_all();
             return Ok(outcome);
         }
         inner

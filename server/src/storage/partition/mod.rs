@@ -70,6 +70,20 @@ impl Partition {
             .max(state.first_offset())
     }
 
+    /// Resolves once the message at `offset` is visible (see [`Partition::visible_end`]), or
+    /// the partition stops taking writes; at once when it already is. A consumer waiting at the
+    /// tail is woken by the write (or, in memory mode, the append) that shows it.
+    pub async fn wait_visible(&self, offset: u64) {
+        let inner = &*self.inner;
+        inner
+            .progress
+            .wait_until(|| {
+                let state = inner.state.borrow();
+                state.visible_end(inner.config.ack_mode) > offset || state.unavailable().is_some()
+            })
+            .await;
+    }
+
     /// The offset the next accepted message gets.
     pub fn next_offset(&self) -> u64 {
         self.inner.state.borrow().next_offset
