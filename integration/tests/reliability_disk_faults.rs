@@ -135,9 +135,10 @@ async fn write_faults_fail_the_request_keep_the_partition_consistent_and_clear()
     // messages (readable throughout), the other partition keeps accepting and serving
     // messages, sends succeed again once the fault clears (offsets continue densely, no refused
     // message appears), a purge works after a fault, and a graceful restart and a kill -9 keep
-    // exactly that content.
+    // exactly that content. The write-ahead log is off here, so that every send is a segment
+    // write; with it, see `with_the_write_ahead_log_...` below.
     let faults = Faults::new();
-    let mut server = server(&faults, &[]);
+    let mut server = server(&faults, &[("IGGY_SYSTEM_WAL_ENABLED", "false")]);
     let client = root_client(&server).await;
     create_stream(&client, "faults").await;
     client
@@ -207,6 +208,108 @@ async fn write_faults_fail_the_request_keep_the_partition_consistent_and_clear()
     let client = root_client(&server).await;
     assert_content(&content(&client, "t", 0).await, 0, &p0, "after kill -9");
     assert_content(&content(&client, "t", 1).await, 1, &p1, "p1 after kill -9");
+}
+
+/// The value of a metric family once it is above 0 (metrics are published every second).
+async fn eventually_positive(http: std::net::SocketAddr, family: &str) -> f64 {
+    for _ in 0..100 {
+        let value = metric_sum(http, family);
+        if value > 0.0 {
+            return value;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("{family} stayed 0");
+}
+
+#[tokio::test]
+async fn with_the_write_ahead_log_a_faulty_partition_loses_nothing_it_acknowledged() {
+    // Proves: with the shard's write-ahead log on (the default), a small send to a partition
+    // whose segment files fail is acknowledged from the log (it survives a crash); the flush
+    // that writes it to the segment files fails, and so do sends while the fault lasts; what
+    // was acknowledged stays readable; once the fault clears the partition is reopened with
+    // every acknowledged message and sends continue at the next offset; a restart and a
+    // kill -9 keep exactly those. A fault on the log file itself turns the log off: sends keep
+    // succeeding, written to the segment files directly, and a kill -9 keeps them.
+    let faults = Faults::new();
+    let mut server = server(&faults, &[]);
+    let client = root_client(&server).await;
+    create_stream(&client, "faults").await;
+    create_topic(&client, 0, "w", 1).await;
+    send(&client, "w", 0, 0, 0, 20).await.expect("send");
+    let mut acknowledged: Vec<u64> = (0..20).collect();
+
+    let records =
+        eventually_positive(server.http_address().unwrap(), "iggy_wal_records_total").await;
+    assert!(records >= 1.0, "the send went through the log");
+    faults.set("enospc topics/0/partitions/0");
+    send(&client, "w", 0, 0, 100, 5)
+        .await
+        .expect("acknowledged from the log while the segment files fail");
+    acknowledged.extend(100..105);
+    assert_content(&content(&client, "w", 0).await, 0, &acknowledged, "logged");
+    let flushed = client
+        .flush_unsaved_buffer(&id(0), &Identifier::named("w").unwrap(), 0, false)
+        .await;
+    assert!(flushed.is_err(), "the segment write fails: {flushed:?}");
+    assert_refused(
+        send(&client, "w", 0, 0, 200, 5).await,
+        "after the failed flush",
+    );
+    assert_content(
+        &content(&client, "w", 0).await,
+        0,
+        &acknowledged,
+        "during the fault",
+    );
+
+    faults.set("off");
+    send(&client, "w", 0, 0, 300, 5)
+        .await
+        .expect("send once the fault cleared");
+    acknowledged.extend(300..305);
+    assert_content(&content(&client, "w", 0).await, 0, &acknowledged, "after");
+    drop(client);
+    server.kill();
+    server.start_again();
+    let client = root_client(&server).await;
+    assert_content(
+        &content(&client, "w", 0).await,
+        0,
+        &acknowledged,
+        "after kill -9",
+    );
+
+    let http = server.http_address().expect("HTTP endpoint");
+    faults.set("eio wal/");
+    for start in [400, 405, 410] {
+        send(&client, "w", 0, 0, start, 5)
+            .await
+            .expect("with the log failing, rounds go to the segment files");
+        acknowledged.extend(start..start + 5);
+    }
+    faults.set("off");
+    eventually_positive(http, "iggy_wal_refused_total").await;
+    assert_content(&content(&client, "w", 0).await, 0, &acknowledged, "log off");
+    drop(client);
+    server.kill();
+    server.start_again();
+    let client = root_client(&server).await;
+    assert_content(
+        &content(&client, "w", 0).await,
+        0,
+        &acknowledged,
+        "log off, after kill -9",
+    );
+    server.restart();
+    let client2 = root_client(&server).await;
+    assert_content(
+        &content(&client2, "w", 0).await,
+        0,
+        &acknowledged,
+        "after a graceful restart",
+    );
+    drop(client);
 }
 
 #[tokio::test]

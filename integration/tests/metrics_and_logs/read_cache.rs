@@ -36,7 +36,11 @@ async fn one_partition_written(
         ServerOptions::new()
             .shards(1)
             .env("IGGY_HTTP_ADDRESS", "127.0.0.1:0")
-            .env("IGGY_SYSTEM_READ_CACHE_SIZE", cache_size),
+            .env("IGGY_SYSTEM_READ_CACHE_SIZE", cache_size)
+            // Every acknowledged batch written to the segment files at once, so that what the
+            // cache holds is all that reads find in memory (with the write-ahead log, batches
+            // not yet in the files are read from memory too, whatever the cache's size).
+            .env("IGGY_SYSTEM_WAL_ENABLED", "false"),
     );
     let http = server.http_address().expect("the HTTP endpoint listens");
     let client = root_client(&server).await;

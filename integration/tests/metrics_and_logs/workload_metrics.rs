@@ -23,10 +23,14 @@ async fn metrics_move_by_exactly_what_the_workload_did() {
     // workload did; io_uring, pool, metadata-log and process figures are present. How: 2 shards,
     // one SDK client, 3 partitions x 4 batches x 50 messages, 3 polls, 1 failing GetStream,
     // a background thread scraping in a loop throughout.
+    // The write-ahead log off: every acknowledged round is then a segment write, which the
+    // group-commit series count (with it, small rounds are logged and the segment files
+    // written later; its series are checked in reliability_disk_faults.rs).
     let server = TestServer::start(
         ServerOptions::new()
             .shards(2)
-            .env("IGGY_HTTP_ADDRESS", "127.0.0.1:0"),
+            .env("IGGY_HTTP_ADDRESS", "127.0.0.1:0")
+            .env("IGGY_SYSTEM_WAL_ENABLED", "false"),
     );
     let http_address = server.http_address().expect("the HTTP endpoint listens");
     let before_setup = scrape(http_address);

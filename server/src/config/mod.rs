@@ -252,6 +252,10 @@ impl Config {
                 dedup.max_entries
             )));
         }
+        if let Some(wal) = self.system.wal.storage() {
+            wal.validate()
+                .map_err(|error| ConfigError(format!("system.wal: {error}")))?;
+        }
         if self.system.partition.messages_required_to_save == 0 {
             return Err(ConfigError(
                 "system.partition.messages_required_to_save must be at least 1".into(),

@@ -17,6 +17,7 @@ pub struct SystemConfig {
     pub segment: SegmentConfig,
     pub partition: PartitionDefaults,
     pub read_cache: ReadCacheConfig,
+    pub wal: WalSection,
     pub topic: TopicDefaults,
     pub message_deduplication: DeduplicationConfig,
     pub encryption: EncryptionConfig,
@@ -28,6 +29,28 @@ pub struct SystemConfig {
 #[serde(deny_unknown_fields)]
 pub struct ReadCacheConfig {
     pub size: CacheSize,
+}
+
+/// `[system.wal]`: the shards' write-ahead logs for `written` mode (storage/wal).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WalSection {
+    pub enabled: bool,
+    /// Each shard's log file.
+    pub size: ByteSize,
+    /// Rounds up to this size (with the record's header) are logged; larger ones are written
+    /// to the segment files directly.
+    pub max_record_size: ByteSize,
+}
+
+impl WalSection {
+    /// The storage configuration, when the log is on.
+    pub fn storage(&self) -> Option<crate::storage::WalConfig> {
+        self.enabled.then_some(crate::storage::WalConfig {
+            size_bytes: self.size.0,
+            max_record_bytes: self.max_record_size.0,
+        })
+    }
 }
 
 /// `[system.message_deduplication]`: message ids remembered per partition.

@@ -291,6 +291,11 @@ pub struct ShardMetrics {
     pub read_cache_hits: Gauge,
     pub read_cache_misses: Gauge,
     pub read_cache_evictions: Gauge,
+    pub wal_writes: Gauge,
+    pub wal_records: Gauge,
+    pub wal_bytes: Gauge,
+    pub wal_refused: Gauge,
+    pub wal_used_bytes: Gauge,
     /// Partition operations sent to another shard's inbox.
     pub data_forwards: Counter,
     /// Metadata changes sent to shard 0's control lane.
@@ -343,6 +348,11 @@ impl Default for ShardMetrics {
             read_cache_hits: Gauge::default(),
             read_cache_misses: Gauge::default(),
             read_cache_evictions: Gauge::default(),
+            wal_writes: Gauge::default(),
+            wal_records: Gauge::default(),
+            wal_bytes: Gauge::default(),
+            wal_refused: Gauge::default(),
+            wal_used_bytes: Gauge::default(),
             data_forwards: Counter::default(),
             control_forwards: Counter::default(),
             connections_moved: Counter::default(),
@@ -393,6 +403,14 @@ impl ShardMetrics {
         self.read_cache_hits.set(stats.hits);
         self.read_cache_misses.set(stats.misses);
         self.read_cache_evictions.set(stats.evictions);
+    }
+
+    pub fn publish_wal(&self, stats: crate::storage::WalStats) {
+        self.wal_writes.set(stats.writes);
+        self.wal_records.set(stats.records);
+        self.wal_bytes.set(stats.bytes);
+        self.wal_refused.set(stats.refused);
+        self.wal_used_bytes.set(stats.used_bytes);
     }
 }
 
@@ -465,6 +483,11 @@ impl Metrics {
                 read_cache_hits: shard.read_cache_hits.get(),
                 read_cache_misses: shard.read_cache_misses.get(),
                 read_cache_evictions: shard.read_cache_evictions.get(),
+                wal_writes: shard.wal_writes.get(),
+                wal_records: shard.wal_records.get(),
+                wal_bytes: shard.wal_bytes.get(),
+                wal_refused: shard.wal_refused.get(),
+                wal_used_bytes: shard.wal_used_bytes.get(),
                 data_forwards: shard.data_forwards.get(),
                 control_forwards: shard.control_forwards.get(),
                 connections_moved: shard.connections_moved.get(),
@@ -524,6 +547,11 @@ pub struct ShardSnapshot {
     pub read_cache_hits: u64,
     pub read_cache_misses: u64,
     pub read_cache_evictions: u64,
+    pub wal_writes: u64,
+    pub wal_records: u64,
+    pub wal_bytes: u64,
+    pub wal_refused: u64,
+    pub wal_used_bytes: u64,
     pub data_forwards: u64,
     pub control_forwards: u64,
     pub connections_moved: u64,

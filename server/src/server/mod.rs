@@ -112,6 +112,8 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
         share_per_shard = %rill_core::units::format_size(read_cache_bytes / u64::from(shard_count)),
         "read cache"
     );
+    let wal_recovery = crate::storage::WalRecovery::scan(&config.system.path)
+        .map_err(|error| format!("cannot read the write-ahead logs: {error}"))?;
     let shared = Arc::new(SharedState {
         config,
         shard_count,
@@ -131,6 +133,8 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
         admission,
         io_plan,
         read_cache: crate::storage::CacheBudget::new(read_cache_bytes),
+        wal_recovery,
+        partitions_not_opened: Default::default(),
         io_driver: OnceLock::new(),
         http_address: OnceLock::new(),
         websocket_address: OnceLock::new(),
@@ -510,6 +514,7 @@ fn shard_main(
         let opened = owned.len();
         for key in owned {
             if let Err(code) = shard.open_partition(key).await {
+                shared.partitions_not_opened.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
                 tracing::error!(partition = %key, %code, "cannot open partition; it stays unavailable");
             }
         }
@@ -519,6 +524,16 @@ fn shard_main(
         shared.shards_started.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         while shared.shards_started.load(std::sync::atomic::Ordering::Acquire) < shared.shard_count {
             compio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // Every partition has replayed its records: the logs may be written again, unless a
+        // partition could not be opened (its records are kept for the next start).
+        shared.wal_recovery.forget_the_rest();
+        let keep_logs = shared.partitions_not_opened.load(std::sync::atomic::Ordering::Acquire) > 0;
+        if let Some(wal) = shard.wal() {
+            wal.start(keep_logs).await;
+        }
+        if id == 0 && !keep_logs {
+            crate::storage::wal::remove_spent(&shared.config.system.path, shared.shard_count).await;
         }
 
         let quic = match quic {

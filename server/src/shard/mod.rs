@@ -60,6 +60,12 @@ pub struct SharedState {
     pub io_plan: crate::io_driver::Plan,
     /// `[system.read_cache] size`, resolved at start, shared by the shards' caches.
     pub read_cache: Arc<crate::storage::CacheBudget>,
+    /// What the write-ahead logs held at boot (scanned before the shards start), taken by the
+    /// partitions as they open.
+    pub wal_recovery: Arc<crate::storage::WalRecovery>,
+    /// Partitions that could not be opened at boot: their records were not replayed, so the
+    /// logs are set aside rather than written over.
+    pub partitions_not_opened: std::sync::atomic::AtomicU32,
     /// The driver the shards actually run on, once one has started.
     pub io_driver: OnceLock<crate::io_driver::IoDriver>,
     /// TLS for the TCP port, when `[tcp.tls]` is on.
@@ -121,6 +127,8 @@ pub struct Shard {
     metadata: left_right::ReadHandle<Metadata>,
     partitions: RefCell<HashMap<PartitionKey, Rc<LocalPartition>>>,
     pool: Rc<BufferPool>,
+    /// This shard's write-ahead log, given to the partitions it opens.
+    wal_link: crate::storage::WalLink,
     /// This shard's metric cells.
     pub metrics: ShardMetricsHandle,
     pub connections: Cell<usize>,
@@ -138,13 +146,27 @@ impl Shard {
             shared.read_cache.clone(),
             shared.read_cache.total() / u64::from(shared.shard_count),
         );
+        // Not in a cluster yet: a node may open a partition long after boot (when it becomes a
+        // replica), after its log was written again.
+        let wal = shared
+            .config
+            .system
+            .wal
+            .storage()
+            .filter(|_| shared.cluster.is_none())
+            .map(|config| crate::storage::Wal::new(&shared.config.system.path, id, config));
         let pool = BufferPool::new().with_read_cache(cache);
+        let wal_link = crate::storage::WalLink {
+            wal,
+            recovery: Some(shared.wal_recovery.clone()),
+        };
         Shard {
             id,
             shared,
             metadata,
             partitions: RefCell::new(HashMap::new()),
             pool: Rc::new(pool),
+            wal_link,
             metrics,
             connections: Cell::new(0),
             shutdown: RefCell::new(Some(shutdown)),
@@ -168,6 +190,11 @@ impl Shard {
 
     pub fn pool(&self) -> &Rc<BufferPool> {
         &self.pool
+    }
+
+    /// The shard's write-ahead log, when `[system.wal]` is on.
+    pub fn wal(&self) -> Option<&Rc<crate::storage::Wal>> {
+        self.wal_link.wal.as_ref()
     }
 
     /// A partition this shard serves, if it does.
@@ -246,6 +273,7 @@ impl Shard {
                         crate::cluster::link::effective_factor(factor, cluster.view.default_factor);
                     crate::cluster::link::replicas(&cluster.view.roster(), &key, factor).len()
                 }),
+            wal: self.wal_link.clone(),
         };
         let partition = LocalPartition::open(
             &self.shared.config.system.path,
@@ -296,6 +324,9 @@ impl Shard {
         self.pool.read_cache().trim();
         self.metrics
             .publish_read_cache(self.pool.read_cache().stats());
+        if let Some(wal) = self.wal() {
+            self.metrics.publish_wal(wal.stats());
+        }
         for partition in self.partitions.borrow().values() {
             partition.publish_write_counters();
         }

@@ -185,7 +185,8 @@ impl DirectFile {
         if end <= allocated || !self.fallocate_supported.get() {
             return Ok(());
         }
-        let step = allocated.clamp(256 * 1024, max_chunk_bytes.max(BLOCK_SIZE as u64));
+        let max_step = max_chunk_bytes.max(BLOCK_SIZE as u64);
+        let step = allocated.clamp((256 * 1024).min(max_step), max_step);
         let target = align_up((allocated + step).min(align_up(soft_limit_bytes)).max(end));
         let length = i64::try_from(target).expect("segment sizes fit in i64");
         if let Some(error) = fault::injected(FaultPoint::Write, &self.path) {
@@ -208,6 +209,12 @@ impl DirectFile {
             }
             _ => Err(StorageError::io(IoOperation::Write, &self.path, error)),
         }
+    }
+
+    /// Makes sure the file is allocated (and sized) up to `len` bytes at once, where the
+    /// filesystem can reserve space; elsewhere writes allocate it.
+    pub(crate) fn allocate(&self, len: u64) -> Result<(), StorageError> {
+        self.preallocate(len, len.max(BLOCK_SIZE as u64), len)
     }
 
     /// Writes `buffers` back to back at `position`; all but the last must be whole blocks and

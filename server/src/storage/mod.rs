@@ -24,6 +24,7 @@
 //! | `error.rs` | `StorageError` and its wire status code |
 //! | `fault.rs` | fault injection for tests of the real binary (`RILL_STORAGE_FAULT_FILE`, with the `fault-injection` feature only) |
 //! | `wait.rs` | single-threaded wait lists and a two-future join |
+//! | `wal/` | the shard's write-ahead log for `written` mode (`mod.rs`: the ring, group commit across partitions, space), `record` (the record format), `recovery` (the boot scan and reading records back), `incarnation` (`wal_id`) |
 //!
 //! # On-disk layout
 //!
@@ -36,7 +37,12 @@
 //! 00000000000000001000.log     next segment, starting at offset 1000
 //! 00000000000000001000.index
 //! clean_shutdown               only between a clean close and the next open (see below)
+//! wal_id                       this log's incarnation: 8 random bytes and their XXH3-64 (see
+//!                              `wal/incarnation.rs`), named by every write-ahead log record
 //! ```
+//! Beside the partitions, `<data>/wal/shard-<n>.wal` is shard n's write-ahead log (a ring of
+//! block-aligned records, format in `wal/record.rs`); `shard-<n>.kept-<time>.wal` is one set
+//! aside because a partition could not be opened at that start.
 //! Anything else in the directory (the server's `offsets/`) is left alone, except by
 //! [`Partition::delete`], which removes the directory.
 //!
@@ -124,7 +130,7 @@
 //! | mode | `append` returns when | readers see offsets below |
 //! |---|---|---|
 //! | `memory` | the batch is accepted; written when `memory_flush_messages` / `memory_flush_bytes` is crossed, on `flush`, or under backpressure | the accepted end |
-//! | `written` (default) | its round's O_DIRECT write completed: survives a process crash | the end of completed writes |
+//! | `written` (default) | its round's O_DIRECT write completed, to the segment files or, for a small round, to the shard's write-ahead log: survives a process crash | the end of completed writes, to either |
 //! | `fsync` | an fdatasync that started after its write completed has finished | the end of durable data |
 //!
 //! A consumer is never shown a message that a crash (of the kind the mode protects against)
@@ -133,6 +139,16 @@
 //! round's write runs concurrently with the previous round's fdatasync, so durable throughput
 //! grows with concurrency. Appends wait (backpressure) while more than `max_unwritten_bytes`
 //! are accepted but not written.
+//!
+//! **The write-ahead log** (`wal/`, `written` mode, off in a cluster): a round of at most
+//! `max_record_bytes` is copied from the journal into one record of the shard's log instead of
+//! being written to the segment file; the records of all the shard's partitions that ask while
+//! the log's previous write is in flight go out in one vectored write, and the appends are
+//! acknowledged when it completes (`logged_end`). The partition then keeps every batch not yet
+//! in its segment files in its journal and writes the files as memory mode does (thresholds,
+//! flush, the message saver, rotation, backpressure, close), and when the log, half full, asks.
+//! A round the log refuses (too large, starting, full, off after an error) is written to the
+//! segment files as before.
 //!
 //! # Reads
 //!
@@ -163,8 +179,13 @@
 //! checksum, and non-decreasing timestamps. The log is truncated at the first invalid byte,
 //! the index is rewritten from the first entry that disagrees (a missing index is rebuilt),
 //! the repaired files are fsynced, and one log line reports what was cut
-//! ([`RecoveryReport`]). The result is always a prefix of what was appended, containing
-//! everything that was acknowledged in `written` or `fsync` mode.
+//! ([`RecoveryReport`]). Then the records the write-ahead logs held at boot for this directory
+//! and incarnation ([`WalRecovery`], scanned before the shards start) give back what the
+//! segments lack: each record's messages from the recovered end on are appended as a
+//! replica's are (offsets must continue the log, checksums hold) and written and fsynced to the
+//! segment files; a record that cannot follow (a gap, a failed check) is left, and the log takes
+//! a new incarnation so it never applies. The result is always a prefix of what was appended,
+//! containing everything that was acknowledged in `written` or `fsync` mode.
 //!
 //! # Retention, purge, deletion
 //!
@@ -185,7 +206,9 @@
 //! the appends waiting on it fail, later appends are refused, reads keep serving what the
 //! watermark covers (it never moves past what was written, or in `fsync` mode synced).
 //! [`Partition::reopen_after_failure`] then cuts the files back to the acknowledgement
-//! watermark (in `fsync` mode the durable end: data a failed fsync should have covered is
+//! watermark (in `written` mode the end of the segment files, after which the batches the
+//! write-ahead log acknowledged are appended again from memory, written and fsynced, and the
+//! log takes a new incarnation; in `fsync` mode the durable end: data a failed fsync should have covered is
 //! never assumed durable, it is removed and its appends, which got an error, can be retried)
 //! and opens the partition again from disk. The server calls it on the next append or flush
 //! (`shard/partitions/`), so writes resume once the fault clears; while it persists the
@@ -199,6 +222,11 @@
 //! * Bytes below a segment's written length never change (rewrites of the tail block are
 //!   byte-identical); sealed segments never change.
 //! * No `RefCell` borrow is held across an `.await`.
+//! * A write-ahead log record is needed until its partition's segment files hold its messages;
+//!   no log is written at boot before every partition has replayed its records; a record
+//!   applies only to the log (directory and incarnation) that wrote it, and whatever lets a
+//!   log's offsets name other messages (a cut, a reopen after a failure, a record left
+//!   unapplied, a new log in the directory) first takes a new incarnation.
 
 pub mod blocking;
 mod cache;
@@ -211,6 +239,7 @@ mod partition;
 mod pool;
 mod segment;
 mod wait;
+pub mod wal;
 
 pub use cache::{CacheBudget, CacheStats, ReadCache};
 pub use config::{
@@ -227,6 +256,7 @@ pub use pool::{
     AlignedBuf, BLOCK_SIZE, BufferPool, MAX_CLASS_BYTES, MIN_CLASS_BYTES, PoolStats, PooledBuf,
 };
 pub(crate) use wait::WaitList;
+pub use wal::{Wal, WalConfig, WalLink, WalRecovery, WalStats};
 
 #[cfg(test)]
 mod tests;

@@ -171,6 +171,31 @@ pub(super) const SHARD_SERIES: &[Series<ShardSnapshot>] = &[
         |s| s.read_cache_evictions,
     ),
     counter_of(
+        "iggy_wal_writes",
+        "Writes of a shard's write-ahead log ([system.wal]), each carrying the records of one or more partitions; published every second.",
+        |s| s.wal_writes,
+    ),
+    counter_of(
+        "iggy_wal_records",
+        "Rounds of `written` appends acknowledged from a shard's write-ahead log; published every second.",
+        |s| s.wal_records,
+    ),
+    counter_of(
+        "iggy_wal_bytes",
+        "Bytes written to a shard's write-ahead log (records padded to 4 KiB blocks); published every second.",
+        |s| s.wal_bytes,
+    ),
+    counter_of(
+        "iggy_wal_refused",
+        "Records a shard's write-ahead log refused (full, starting or off): their rounds went to the segment files; published every second.",
+        |s| s.wal_refused,
+    ),
+    gauge_of(
+        "iggy_wal_used_bytes",
+        "Bytes of a shard's write-ahead log still needed (records whose messages are not in their segment files yet); published every second.",
+        |s| s.wal_used_bytes,
+    ),
+    counter_of(
         "iggy_shard_inbox_messages",
         "Messages delivered by a shard's inbox (operations forwarded by other shards, partition opens and closes).",
         |s| s.inbox_messages,

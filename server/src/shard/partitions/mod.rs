@@ -38,6 +38,8 @@ pub struct LocalPartition {
     /// Replaced as a whole by a purge, which restarts the log at offset 0.
     storage: RefCell<Rc<storage::Partition>>,
     pool: Rc<BufferPool>,
+    /// Given again to the log a purge creates.
+    wal: storage::WalLink,
     pub counters: Arc<PartitionCounters>,
     offsets: RefCell<HashMap<ConsumerKey, u64>>,
     /// The offset files kept open (`offsets.rs`).
@@ -74,6 +76,8 @@ pub struct Extras {
     pub cipher: Option<MessageCipher>,
     /// In a cluster: how many nodes hold the partition (a majority of them commits).
     pub replicas: Option<usize>,
+    /// The shard's write-ahead log and the records the logs held at boot.
+    pub wal: storage::WalLink,
 }
 
 fn storage_error(error: storage::StorageError) -> ErrorCode {
@@ -103,9 +107,14 @@ impl LocalPartition {
             })
             .unwrap_or(false);
         let storage = if has_segments {
-            let (partition, report) = storage::Partition::open(dir.clone(), config, pool.clone())
-                .await
-                .map_err(storage_error)?;
+            let (partition, report) = storage::Partition::open_linked(
+                dir.clone(),
+                config,
+                pool.clone(),
+                extras.wal.clone(),
+            )
+            .await
+            .map_err(storage_error)?;
             if report.truncated_log_bytes > 0 || report.repaired_segments > 0 {
                 tracing::warn!(partition = %key, ?report, "recovered partition after an unclean stop");
             }
@@ -115,7 +124,7 @@ impl LocalPartition {
                 tracing::error!(partition = %key, %error, "cannot create partition directory");
                 ErrorCode::CannotCreatePartitionDirectory
             })?;
-            storage::Partition::create(dir.clone(), config, pool.clone())
+            storage::Partition::create_linked(dir.clone(), config, pool.clone(), extras.wal.clone())
                 .await
                 .map_err(storage_error)?
         };
@@ -130,6 +139,7 @@ impl LocalPartition {
             key,
             storage: RefCell::new(Rc::new(storage)),
             pool,
+            wal: extras.wal,
             counters,
             offsets: RefCell::new(HashMap::new()),
             offset_files: RefCell::default(),
@@ -214,9 +224,14 @@ impl LocalPartition {
                 })?;
             }
         }
-        let fresh = storage::Partition::create(self.dir.clone(), config, self.pool.clone())
-            .await
-            .map_err(storage_error)?;
+        let fresh = storage::Partition::create_linked(
+            self.dir.clone(),
+            config,
+            self.pool.clone(),
+            self.wal.clone(),
+        )
+        .await
+        .map_err(storage_error)?;
         let mut published = fresh.stats();
         published.writes = Default::default();
         self.published.set(published);

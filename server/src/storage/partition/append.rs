@@ -255,7 +255,9 @@ pub(super) fn accept(
     active.last_timestamp = timestamp;
     // Memory mode reads what is not written yet from here; with a read cache every batch is
     // kept, and its write moves it into the cache.
-    if config.ack_mode == AckMode::Memory || inner.cache.enabled() {
+    // The same for what may be acknowledged from the write-ahead log: until its round reaches
+    // the segment files, memory is where reads find it.
+    if config.ack_mode == AckMode::Memory || inner.cache.enabled() || inner.log().is_some() {
         // With a cache, a copy (see cache.rs for why); without one, memory mode keeps the
         // batch only until its round, and the request's own buffer serves.
         let bytes = if inner.cache.enabled() {
@@ -265,6 +267,7 @@ pub(super) fn accept(
         };
         state.journal.push_back(JournalEntry {
             segment_start,
+            first_offset,
             position: base_position,
             bytes,
             cached: None,

@@ -17,19 +17,33 @@ use crate::storage::segment::{
     parse_log_name, recover_segment,
 };
 use crate::storage::wait::WaitList;
+use crate::storage::wal::{WalLink, incarnation, recovery};
+use bytes::{Bytes, BytesMut};
+use rill_core::message::{MessageBatch, MessageView};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 impl Partition {
-    /// Creates an empty partition in `dir` (created if missing), starting at offset 0.
+    /// Creates an empty partition in `dir` (created if missing), starting at offset 0, that
+    /// uses no write-ahead log.
     pub async fn create(
         dir: PathBuf,
         config: PartitionConfig,
         pool: Rc<BufferPool>,
     ) -> Result<Partition, StorageError> {
-        Partition::create_at(dir, config, pool, 0).await
+        Partition::create_at(dir, config, pool, WalLink::default(), 0).await
+    }
+
+    /// [`Partition::create`] with the shard's write-ahead log.
+    pub async fn create_linked(
+        dir: PathBuf,
+        config: PartitionConfig,
+        pool: Rc<BufferPool>,
+        link: WalLink,
+    ) -> Result<Partition, StorageError> {
+        Partition::create_at(dir, config, pool, link, 0).await
     }
 
     /// Creates an empty partition in `dir` (created if missing) whose first message will get
@@ -38,6 +52,7 @@ impl Partition {
         dir: PathBuf,
         config: PartitionConfig,
         pool: Rc<BufferPool>,
+        link: WalLink,
         start: u64,
     ) -> Result<Partition, StorageError> {
         config.validate()?;
@@ -53,6 +68,8 @@ impl Partition {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(error) => return Err(StorageError::io(IoOperation::Remove, &dir, error)),
         }
+        // A new log: records an earlier log in this directory wrote never apply to it.
+        let incarnation = incarnation::renew(&dir).await?;
         let files = SegmentFiles::open(&dir, start, true).await?;
         sync_directory(&dir).await?;
         if let Some(parent) = dir.parent() {
@@ -68,14 +85,28 @@ impl Partition {
             0,
             Vec::new(),
             direct,
+            incarnation,
+            link,
         ))
     }
 
-    /// Opens an existing partition, validating and repairing it (see the module docs).
+    /// Opens an existing partition, validating and repairing it (see the module docs); it uses
+    /// no write-ahead log.
     pub async fn open(
         dir: PathBuf,
         config: PartitionConfig,
         pool: Rc<BufferPool>,
+    ) -> Result<(Partition, RecoveryReport), StorageError> {
+        Partition::open_linked(dir, config, pool, WalLink::default()).await
+    }
+
+    /// [`Partition::open`] with the shard's write-ahead log: what the logs held at boot for
+    /// this log and its segments lack is put back first.
+    pub async fn open_linked(
+        dir: PathBuf,
+        config: PartitionConfig,
+        pool: Rc<BufferPool>,
+        link: WalLink,
     ) -> Result<(Partition, RecoveryReport), StorageError> {
         config.validate()?;
         if !dir.is_dir() {
@@ -84,7 +115,7 @@ impl Partition {
         let starts = list_segments(&dir).await?;
         if starts.is_empty() {
             tracing::warn!(dir = %dir.display(), "partition directory holds no segments; starting empty at offset 0");
-            let partition = Partition::create(dir, config, pool).await?;
+            let partition = Partition::create_linked(dir, config, pool, link).await?;
             let report = RecoveryReport {
                 segments_count: 1,
                 ..RecoveryReport::default()
@@ -229,10 +260,93 @@ impl Partition {
                 "partition opened clean"
             );
         }
-        let partition = Partition::start(dir, config, pool, segments, last_timestamp, tail, direct);
+        let incarnation = incarnation::read_or_create(&dir).await?;
+        let partition = Partition::start(
+            dir,
+            config,
+            pool,
+            segments,
+            last_timestamp,
+            tail,
+            direct,
+            incarnation,
+            link,
+        );
+        partition.replay_logged(&mut report).await?;
         Ok((partition, report))
     }
 
+    /// Appends what the write-ahead logs held for this log at boot and its segments lack
+    /// (storage/wal), and writes it to the segment files. A record that cannot follow the
+    /// recovered log (a gap before it, a message that fails its check) is not applied, and the
+    /// log takes a new incarnation so that it never is.
+    async fn replay_logged(&self, report: &mut RecoveryReport) -> Result<(), StorageError> {
+        let inner = &*self.inner;
+        let Some(recovery) = inner.link.recovery.clone() else {
+            return Ok(());
+        };
+        let Some(dir) = relative_dir(recovery.root(), &inner.dir) else {
+            return Ok(());
+        };
+        let records = recovery.take(&dir, inner.incarnation.get());
+        if records.is_empty() {
+            return Ok(());
+        }
+        let mut replayed = 0u64;
+        let mut left_over = false;
+        for located in &records {
+            let next = self.next_offset();
+            let header = &located.header;
+            if header.end_offset() <= next {
+                continue;
+            }
+            if header.first_offset > next {
+                left_over = true;
+                break;
+            }
+            let applied = async {
+                let data = recovery::read_messages(located).await?;
+                let mut at = 0usize;
+                for _ in header.first_offset..next {
+                    let message = MessageView::parse(&data[at..]).map_err(|_| {
+                        StorageError::InvalidBatch("a logged record does not parse")
+                    })?;
+                    at += message.size();
+                }
+                let batch = MessageBatch::from_stored(BytesMut::from(&data[at..]))
+                    .map_err(|_| StorageError::InvalidBatch("a logged record does not parse"))?;
+                let count = u64::from(batch.count());
+                self.append_replica(batch).await?;
+                Ok::<u64, StorageError>(count)
+            }
+            .await;
+            match applied {
+                Ok(count) => replayed += count,
+                Err(error) => {
+                    tracing::warn!(dir = %inner.dir.display(), %error, first_offset = header.first_offset, "a write-ahead log record could not be applied; the log continues without it");
+                    left_over = true;
+                    break;
+                }
+            }
+        }
+        if replayed > 0 {
+            self.flush(true).await?;
+            report.messages_count += replayed;
+            report.next_offset = self.next_offset();
+            tracing::warn!(
+                dir = %inner.dir.display(),
+                messages = replayed,
+                next_offset = report.next_offset,
+                "partition recovered acknowledged messages from the write-ahead log"
+            );
+        }
+        if left_over {
+            inner.incarnation.set(incarnation::renew(&inner.dir).await?);
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments, reason = "the parts of a partition, named")]
     fn start(
         dir: PathBuf,
         config: PartitionConfig,
@@ -241,6 +355,8 @@ impl Partition {
         last_timestamp: u64,
         tail: Vec<u8>,
         direct: bool,
+        incarnation: u64,
+        link: WalLink,
     ) -> Partition {
         let next_offset = segments.back().expect("an active segment").end_offset();
         assert!(tail.len() < BLOCK_SIZE);
@@ -263,6 +379,8 @@ impl Partition {
             unwritten_bytes: 0,
             appenders_waiting_for_space: 0,
             written_end: next_offset,
+            logged_end: next_offset,
+            log_refused: false,
             durable_end: next_offset,
             write_requested_end: 0,
             sync_requested_end: 0,
@@ -278,6 +396,14 @@ impl Partition {
         };
         state.check_consistency();
         let cache = Rc::clone(pool.read_cache());
+        let wal = link
+            .wal
+            .clone()
+            .filter(|_| config.ack_mode == AckMode::Written);
+        let wal_dir = link
+            .recovery
+            .as_ref()
+            .and_then(|recovery| relative_dir(recovery.root(), &dir));
         let inner = Rc::new_cyclic(|me| Inner {
             dir,
             config,
@@ -288,6 +414,10 @@ impl Partition {
             progress: WaitList::default(),
             work: WaitList::default(),
             direct_io: Cell::new(direct),
+            wal,
+            wal_dir,
+            link,
+            incarnation: Cell::new(incarnation),
         });
         let writer = compio::runtime::spawn(writer_loop(Rc::clone(&inner)));
         Partition {
@@ -347,6 +477,18 @@ impl Partition {
             let _ = writer.await;
         }
         let inner = &*self.inner;
+        // Acknowledged from the write-ahead log but not in the segment files yet: appended to
+        // the reopened log before anything else (they are whole batches, in order).
+        let logged: Vec<Bytes> = {
+            let state = inner.state.borrow();
+            let (from, to) = (state.written_end, state.logged_end);
+            state
+                .journal
+                .iter()
+                .filter(|entry| entry.first_offset >= from && entry.first_offset < to)
+                .map(|entry| entry.bytes.clone())
+                .collect()
+        };
         // (segment start, Some((log length, message count)) to cut to, or None to remove).
         let cuts: Vec<(u64, Option<(u64, u64)>)> = {
             let state = inner.state.borrow();
@@ -402,12 +544,27 @@ impl Partition {
             }
         }
         sync_directory(&inner.dir).await?;
-        let (partition, report) = Partition::open(
+        let (partition, report) = Partition::open_linked(
             inner.dir.clone(),
             inner.config.clone(),
             Rc::clone(&inner.pool),
+            inner.link.clone(),
         )
         .await?;
+        for bytes in logged {
+            let batch = MessageBatch::from_stored(BytesMut::from(&bytes[..]))
+                .map_err(|_| StorageError::InvalidBatch("a logged batch does not parse"))?;
+            partition.append_replica(batch).await?;
+        }
+        if partition.inner.log().is_some() {
+            // Everything acknowledged is in the segment files now. Offsets after it will be
+            // taken again, while a record of the failed log may hold other messages at them.
+            partition.flush(true).await?;
+            partition
+                .inner
+                .incarnation
+                .set(incarnation::renew(&partition.inner.dir).await?);
+        }
         tracing::warn!(
             dir = %inner.dir.display(),
             next_offset = report.next_offset,
@@ -433,6 +590,18 @@ impl Partition {
             .await
             .map_err(|error| StorageError::io(IoOperation::Remove, dir, error))
     }
+}
+
+/// `dir` relative to the data directory `root`, as log records name it; None outside it (a
+/// partition that never logs: a test's, or a pool without a log).
+fn relative_dir(root: &Path, dir: &Path) -> Option<String> {
+    if root.as_os_str().is_empty() {
+        return None;
+    }
+    dir.strip_prefix(root)
+        .ok()
+        .and_then(|relative| relative.to_str())
+        .map(str::to_owned)
 }
 
 /// Start offsets of the `.log` files in `dir`, ascending.

@@ -9,6 +9,7 @@ use crate::storage::index::MemoryIndex;
 use crate::storage::pool::{BLOCK_SIZE, BufferPool, PooledBuf};
 use crate::storage::segment::SegmentFiles;
 use crate::storage::wait::WaitList;
+use crate::storage::wal::{Wal, WalLink, WalOwner};
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -77,6 +78,8 @@ pub(super) struct Staged {
 /// until its round), or written and held by the shard's read cache (`cached` is set).
 pub(super) struct JournalEntry {
     pub(super) segment_start: u64,
+    /// The offset of the batch's first message.
+    pub(super) first_offset: u64,
     pub(super) position: u64,
     pub(super) bytes: Bytes,
     pub(super) cached: Option<Charge>,
@@ -111,6 +114,11 @@ pub(super) struct State {
     pub(super) appenders_waiting_for_space: u64,
     /// Offsets below are covered by completed writes.
     pub(super) written_end: u64,
+    /// Offsets below are in the segment files or the shard's write-ahead log (which takes
+    /// `written` rounds small enough, see storage/wal): what `written` mode acknowledges.
+    pub(super) logged_end: u64,
+    /// The log refused the last record: the next round goes to the segment files.
+    pub(super) log_refused: bool,
     /// Offsets below are durable.
     pub(super) durable_end: u64,
     /// `flush` asks the writer to write (and sync) up to these offsets regardless of mode.
@@ -152,7 +160,7 @@ impl State {
     pub(super) fn visible_end(&self, mode: AckMode) -> u64 {
         match mode {
             AckMode::Memory => self.next_offset,
-            AckMode::Written => self.written_end,
+            AckMode::Written => self.written_end.max(self.logged_end),
             AckMode::Fsync => self.durable_end,
         }
     }
@@ -249,6 +257,12 @@ impl State {
             self.written_end,
             self.next_offset
         );
+        assert!(
+            self.logged_end <= self.next_offset,
+            "logged {} beyond next {}",
+            self.logged_end,
+            self.next_offset
+        );
         assert!(self.tail_len < BLOCK_SIZE, "the tail is a partial block");
         // The journal's ends only (it can hold a million batches): entries in log order,
         // cached ones first and written, none of a segment that no longer exists.
@@ -307,6 +321,35 @@ pub(super) struct Inner {
     /// The writer waits here for work.
     pub(super) work: WaitList,
     pub(super) direct_io: Cell<bool>,
+    /// The shard's write-ahead log, when this partition may use it: `written` mode, a log
+    /// configured, and a directory inside the log's data directory (`wal_dir`, relative).
+    pub(super) wal: Option<Rc<Wal>>,
+    pub(super) wal_dir: Option<String>,
+    /// What the partition was given of the logs, handed on when it is opened again.
+    pub(super) link: WalLink,
+    /// This log's incarnation (storage/wal/incarnation.rs), carried by its records.
+    pub(super) incarnation: Cell<u64>,
+}
+
+impl Inner {
+    /// The log this partition's small rounds go to, if any.
+    pub(super) fn log(&self) -> Option<&Rc<Wal>> {
+        self.wal.as_ref().filter(|_| self.wal_dir.is_some())
+    }
+}
+
+impl WalOwner for Inner {
+    fn in_segments_through(&self) -> Option<u64> {
+        self.state.try_borrow().ok().map(|state| state.written_end)
+    }
+
+    fn write_soon(&self) {
+        if let Ok(mut state) = self.state.try_borrow_mut() {
+            state.write_requested_end = state.write_requested_end.max(state.next_offset);
+            state.kick_writer();
+        }
+        self.work.notify_all();
+    }
 }
 
 impl CacheOwner for Inner {

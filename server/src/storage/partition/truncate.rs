@@ -14,6 +14,7 @@ use crate::storage::error::{IoOperation, StorageError};
 use crate::storage::file::sync_directory;
 use crate::storage::index::{INDEX_ENTRY_SIZE, IndexEntry};
 use crate::storage::segment::{CLEAN_SHUTDOWN_MARKER, index_path, log_path};
+use crate::storage::wal::incarnation;
 
 impl Partition {
     /// Closes the partition, removes every message from offset `end` on, and returns the log
@@ -22,6 +23,7 @@ impl Partition {
         let dir = self.inner.dir.clone();
         let config = self.inner.config.clone();
         let pool = self.inner.pool.clone();
+        let link = self.inner.link.clone();
         self.close().await?;
         let mut starts = list_segments(&dir).await?;
         starts.sort_unstable();
@@ -64,7 +66,10 @@ impl Partition {
             Err(error) => return Err(StorageError::io(IoOperation::Remove, &marker, error)),
         }
         sync_directory(&dir).await?;
-        Partition::open(dir, config, pool).await
+        // Offsets from `end` on will name other messages: records of the cut tail must never
+        // be applied again.
+        incarnation::renew(&dir).await?;
+        Partition::open_linked(dir, config, pool, link).await
     }
 
     /// Closes the partition, removes every message, and returns an empty log whose next
@@ -80,11 +85,12 @@ impl Partition {
         let dir = self.inner.dir.clone();
         let config = self.inner.config.clone();
         let pool = self.inner.pool.clone();
+        let link = self.inner.link.clone();
         self.close().await?;
         for start in list_segments(&dir).await? {
             remove_segment_files(&dir, start).await?;
         }
         sync_directory(&dir).await?;
-        Partition::create_at(dir, config, pool, start).await
+        Partition::create_at(dir, config, pool, link, start).await
     }
 }

@@ -11,6 +11,7 @@ use crate::storage::index::INDEX_ENTRY_SIZE;
 use crate::storage::pool::{BLOCK_SIZE, PooledBuf, align_down, align_up};
 use crate::storage::segment::{CLEAN_SHUTDOWN_MARKER, SegmentFiles, encode_clean_marker};
 use crate::storage::wait::join2;
+use crate::storage::wal::{Logged, WalOwner, record};
 use std::rc::{Rc, Weak};
 
 /// One write of the writer: all staged buffers of one segment.
@@ -59,6 +60,11 @@ pub(super) struct SyncJob {
 pub(super) enum Action {
     Create(u64),
     Write(Round, Option<SyncJob>),
+    /// A record of the messages from the logged end to `end_offset`, for the write-ahead log.
+    Log {
+        record: PooledBuf,
+        end_offset: u64,
+    },
     Sync(SyncJob),
     Seal {
         segment_start: u64,
@@ -102,6 +108,10 @@ pub(super) async fn writer_loop(inner: Rc<Inner>) {
             }
             Action::Create(start) => create_segment_files(&inner, start).await,
             Action::Write(round, sync) => write_round(&inner, round, sync).await,
+            Action::Log { record, end_offset } => {
+                log_round(&inner, record, end_offset).await;
+                Ok(())
+            }
             Action::Sync(job) => {
                 let result = sync_files(&job.files).await;
                 let mut state = inner.state.borrow_mut();
@@ -168,14 +178,26 @@ pub(super) fn decide(inner: &Inner, state: &mut State) -> Action {
         if !has_files {
             return Action::Create(segment_start);
         }
-        let write_now = config.ack_mode != AckMode::Memory
+        // With the write-ahead log, `written` rounds are logged and the segment files written
+        // as in memory mode: by size and count, on request, and whenever a round cannot be
+        // logged.
+        let logs = inner.log().is_some();
+        let unlogged = logs && state.next_offset > state.logged_end.max(state.written_end);
+        let write_now = (config.ack_mode != AckMode::Memory && !logs)
             || state.pending_messages >= config.memory_flush_messages
             || state.pending_bytes >= config.memory_flush_bytes
             || state.write_requested_end > state.written_end
             || state.appenders_waiting_for_space > 0
             || segment_start != active_start
-            || state.closing;
-        if write_now {
+            || state.closing
+            || (unlogged && state.log_refused);
+        if !write_now
+            && unlogged
+            && let Some((record, end_offset)) = log_record(inner, state)
+        {
+            return Action::Log { record, end_offset };
+        }
+        if write_now || unlogged {
             let sync = sync_wanted(state).then(|| take_sync_job(state));
             return Action::Write(take_round(state), sync);
         }
@@ -302,6 +324,56 @@ pub(super) fn take_round(state: &mut State) -> Round {
     }
 }
 
+/// The record of everything accepted after the logged end: the journal's newest batches
+/// (every batch not in the segment files is there when the partition logs). None when it
+/// would be too large for the log or the log takes nothing now: the round is written directly.
+pub(super) fn log_record(inner: &Inner, state: &State) -> Option<(PooledBuf, u64)> {
+    let wal = inner.log()?;
+    let dir = inner.wal_dir.as_ref()?;
+    let from = state.logged_end.max(state.written_end);
+    let first = state
+        .journal
+        .partition_point(|entry| entry.first_offset < from);
+    let entries = state.journal.range(first..);
+    let data_len: usize = entries.clone().map(|entry| entry.bytes.len()).sum();
+    let footprint = record::footprint(dir.len(), data_len);
+    if data_len == 0 || dir.len() > record::MAX_DIR_LEN || !wal.accepts(footprint) {
+        return None;
+    }
+    debug_assert_eq!(
+        state.journal.get(first).map(|entry| entry.first_offset),
+        Some(from),
+        "logged ends fall on batch boundaries"
+    );
+    let parts: Vec<&[u8]> = entries.map(|entry| &entry.bytes[..]).collect();
+    let header = record::RecordHeader {
+        dir: dir.clone(),
+        incarnation: inner.incarnation.get(),
+        first_offset: from,
+        count: u32::try_from(state.next_offset - from).ok()?,
+        data_len: u32::try_from(data_len).ok()?,
+    };
+    let mut buf = inner.pool.acquire(footprint as usize);
+    record::encode(&mut buf, &header, &parts);
+    Some((buf, state.next_offset))
+}
+
+/// Writes a record through the shard's log; once it is written, what it holds counts as
+/// written (`logged_end`). A refusal sends the next round to the segment files.
+pub(super) async fn log_round(inner: &Inner, record: PooledBuf, end_offset: u64) {
+    let Some(wal) = inner.log() else {
+        return;
+    };
+    let owner: Weak<dyn WalOwner> = inner.me.clone();
+    let logged = wal.log(record, owner, end_offset).await;
+    let mut state = inner.state.borrow_mut();
+    match logged {
+        Logged::Done => state.logged_end = state.logged_end.max(end_offset),
+        Logged::Refused => state.log_refused = true,
+    }
+    state.check_consistency();
+}
+
 pub(super) async fn write_round(
     inner: &Inner,
     round: Round,
@@ -357,6 +429,7 @@ pub(super) async fn write_round(
     segment.written_count = end_count;
     segment.written_len = log_end;
     state.written_end = state.written_end.max(end_offset);
+    state.log_refused = false;
     state.unwritten_bytes -= bytes;
     // The batches this round wrote enter the read cache, or leave memory without one.
     let written = |entry: &JournalEntry| {

@@ -75,10 +75,12 @@ pub(super) fn assert_messages(outcome: &ReadOutcome, from: u64, count: u64, size
     }
 }
 
+/// The files of `dir` but the log's incarnation (`wal_id`), by name.
 pub(super) fn segment_files(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name != crate::storage::wal::incarnation::FILE_NAME)
         .collect();
     names.sort();
     names

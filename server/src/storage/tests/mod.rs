@@ -13,3 +13,4 @@ mod hot_path;
 mod reopen;
 mod replicas;
 mod retention;
+mod wal;
