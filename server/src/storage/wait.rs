@@ -18,7 +18,27 @@ pub(crate) struct WaitList {
 
 impl WaitList {
     /// Resolves once `ready` returns true. `ready` must not hold a state borrow when it returns.
+    /// A waiter dropped before that (a timeout, a cancelled task) takes its waker out of the
+    /// list: a consumer's poll waiting at an idle tail from another shard is a new task each
+    /// time, and its wakers must not pile up until the next notification.
     pub(crate) async fn wait_until(&self, mut ready: impl FnMut() -> bool) {
+        struct Registered<'a> {
+            list: &'a WaitList,
+            waker: Option<Waker>,
+        }
+        impl Drop for Registered<'_> {
+            fn drop(&mut self) {
+                if let Some(mine) = self.waker.take()
+                    && let Ok(mut wakers) = self.list.wakers.try_borrow_mut()
+                {
+                    wakers.retain(|waker| !waker.will_wake(&mine));
+                }
+            }
+        }
+        let mut registered = Registered {
+            list: self,
+            waker: None,
+        };
         poll_fn(|cx| {
             if ready() {
                 Poll::Ready(())
@@ -27,6 +47,7 @@ impl WaitList {
                 if !wakers.iter().any(|waker| waker.will_wake(cx.waker())) {
                     wakers.push(cx.waker().clone());
                 }
+                registered.waker = Some(cx.waker().clone());
                 Poll::Pending
             }
         })
@@ -98,6 +119,29 @@ mod tests {
             flag.set(true);
             list.notify_all();
             assert_eq!(waiter.await.unwrap(), 7);
+        });
+    }
+
+    #[test]
+    fn a_waiter_that_gives_up_leaves_no_waker_behind() {
+        compio::runtime::Runtime::new().unwrap().block_on(async {
+            let list = Rc::new(WaitList::default());
+            for _ in 0..50 {
+                let list = Rc::clone(&list);
+                let waiter = compio::runtime::spawn(async move {
+                    let _ = compio::time::timeout(
+                        std::time::Duration::from_millis(1),
+                        list.wait_until(|| false),
+                    )
+                    .await;
+                });
+                waiter.await.unwrap();
+            }
+            assert_eq!(
+                list.wakers.borrow().len(),
+                0,
+                "timed-out waiters deregistered"
+            );
         });
     }
 

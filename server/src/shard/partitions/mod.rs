@@ -210,6 +210,8 @@ impl LocalPartition {
         let old = self.writable_storage().await?;
         let config = old.config().clone();
         old.close().await.map_err(storage_error)?;
+        // Purged messages must stay purged should the server crash before the new log exists.
+        old.renew_incarnation().await.map_err(storage_error)?;
         let names = blocking::read_dir_names(&self.dir).await.map_err(|error| {
             tracing::error!(partition = %self.key, %error, "cannot list partition directory for purge");
             ErrorCode::CannotReadPartitions

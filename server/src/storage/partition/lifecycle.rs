@@ -322,6 +322,16 @@ impl Partition {
             .await;
             match applied {
                 Ok(count) => replayed += count,
+                // The storage could not take it (a read, a write failed): the open fails, and
+                // the logs are kept for the next start (the server sets them aside).
+                Err(error)
+                    if !matches!(
+                        error,
+                        StorageError::InvalidBatch(_) | StorageError::Corrupted { .. }
+                    ) =>
+                {
+                    return Err(error);
+                }
                 Err(error) => {
                     tracing::warn!(dir = %inner.dir.display(), %error, first_offset = header.first_offset, "a write-ahead log record could not be applied; the log continues without it");
                     left_over = true;
@@ -448,6 +458,15 @@ impl Partition {
             Some(failure) => Err(StorageError::Failed(Box::new(failure.clone()))),
             None => Ok(()),
         }
+    }
+
+    /// Gives this (closed) log a new incarnation before its files are removed or cut by the
+    /// caller, so that a crash in between never brings its logged records back.
+    pub async fn renew_incarnation(&self) -> Result<(), StorageError> {
+        self.inner
+            .incarnation
+            .set(incarnation::renew(&self.inner.dir).await?);
+        Ok(())
     }
 
     /// Whether a write, sync or file operation failed: appends are refused until the partition

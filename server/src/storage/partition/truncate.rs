@@ -25,6 +25,9 @@ impl Partition {
         let pool = self.inner.pool.clone();
         let link = self.inner.link.clone();
         self.close().await?;
+        // Offsets from `end` on will name other messages: records of the cut tail must never
+        // be applied again, whenever a crash comes (everything is in the files after close).
+        incarnation::renew(&dir).await?;
         let mut starts = list_segments(&dir).await?;
         starts.sort_unstable();
         for &start in starts.iter().rev() {
@@ -66,9 +69,6 @@ impl Partition {
             Err(error) => return Err(StorageError::io(IoOperation::Remove, &marker, error)),
         }
         sync_directory(&dir).await?;
-        // Offsets from `end` on will name other messages: records of the cut tail must never
-        // be applied again.
-        incarnation::renew(&dir).await?;
         Partition::open_linked(dir, config, pool, link).await
     }
 

@@ -265,3 +265,43 @@ fn memory_and_fsync_modes_and_large_rounds_do_not_log() {
         partition.close().await.unwrap();
     });
 }
+
+#[test]
+fn a_replay_the_storage_cannot_take_fails_the_open_and_loses_nothing() {
+    // The segment write of replayed messages fails: the open fails (the server then keeps its
+    // logs for the next start) instead of opening without them; the next open puts them back.
+    let temp = tempfile::tempdir().unwrap();
+    let root = temp.path().to_path_buf();
+    let dir = partition_dir(&root);
+    run(async {
+        let (pool, _wal) = shard_pool(&root, Some(wal_config())).await;
+        let partition = pool.create(&dir, AckMode::Written).await;
+        for first in (0..30).step_by(3) {
+            partition
+                .append(batch(first, 3, SIZE), first)
+                .await
+                .unwrap();
+        }
+        drop(partition);
+    });
+    run(async {
+        let (pool, _) = shard_pool(&root, None).await;
+        crate::storage::file::FAIL_LOG_WRITE_AFTER.with(|countdown| countdown.set(Some(0)));
+        let opened = Partition::open_linked(
+            dir.clone(),
+            config(AckMode::Written),
+            pool.pool.clone(),
+            pool.link.clone(),
+        )
+        .await;
+        crate::storage::file::FAIL_LOG_WRITE_AFTER.with(|countdown| countdown.set(None));
+        assert!(opened.is_err(), "the open reports the failed replay");
+    });
+    run(async {
+        let (pool, _) = shard_pool(&root, None).await;
+        let (partition, report) = pool.open(&dir).await;
+        assert_eq!(report.next_offset, 30);
+        assert_messages(&partition.read(0, 30).await.unwrap(), 0, 30, SIZE);
+        partition.close().await.unwrap();
+    });
+}

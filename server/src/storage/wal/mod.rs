@@ -218,24 +218,34 @@ impl Wal {
         if !exists {
             return Ok(());
         }
-        let seconds = std::time::SystemTime::now()
+        let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| since.as_secs());
+            .map_or(0, |since| since.as_nanos());
         let stem = self
             .path
             .file_stem()
             .and_then(|stem| stem.to_str())
-            .unwrap_or("shard");
-        let kept = self
-            .path
-            .with_file_name(format!("{stem}.kept-{seconds}.wal"));
-        let (from, to) = (self.path.clone(), kept.clone());
-        crate::storage::blocking::run(move || {
+            .unwrap_or("shard")
+            .to_owned();
+        let from = self.path.clone();
+        // A name no earlier set-aside has: a server failing to open a partition may restart
+        // again and again, and each kept log may hold what the others do not.
+        let kept = crate::storage::blocking::run(move || {
             #[allow(clippy::disallowed_methods, reason = "on the blocking pool")]
-            std::fs::rename(from, to)
+            {
+                let mut attempt = 0u32;
+                loop {
+                    let kept = from.with_file_name(format!("{stem}.kept-{nanos}-{attempt}.wal"));
+                    if !std::fs::exists(&kept)? {
+                        std::fs::rename(&from, &kept)?;
+                        return Ok(kept);
+                    }
+                    attempt += 1;
+                }
+            }
         })
         .await
-        .map_err(|error| StorageError::io(crate::storage::IoOperation::Write, &kept, error))?;
+        .map_err(|error| StorageError::io(crate::storage::IoOperation::Write, &self.path, error))?;
         tracing::warn!(kept = %kept.display(), "a partition could not be opened: the write-ahead log is kept for the next start, and a new one begun");
         Ok(())
     }
