@@ -1,6 +1,7 @@
 //! `[system.read_cache]`: a consumer close behind the producer is answered from memory, one
 //! far behind from the files, both with exactly what was sent; the cache stays within its
-//! budget and `/metrics` shows hits, misses, bytes held and evictions.
+//! budget and `/metrics` shows hits, misses, bytes held and evictions. A consumer reading the
+//! files has its next poll read ahead (`read_ahead`), with the same messages.
 
 use crate::exposition::{Metrics, scrape};
 use iggy::prelude::*;
@@ -32,8 +33,20 @@ async fn one_partition_written(
     cache_size: &str,
     messages: u64,
 ) -> (TestServer, SocketAddr, IggyClient, Vec<SentBatch>) {
+    one_partition_written_with(cache_size, messages, &[]).await
+}
+
+async fn one_partition_written_with(
+    cache_size: &str,
+    messages: u64,
+    env: &[(&str, &str)],
+) -> (TestServer, SocketAddr, IggyClient, Vec<SentBatch>) {
+    let mut options = ServerOptions::new();
+    for (key, value) in env {
+        options = options.env(key, value);
+    }
     let server = TestServer::start(
-        ServerOptions::new()
+        options
             .shards(1)
             .env("IGGY_HTTP_ADDRESS", "127.0.0.1:0")
             .env("IGGY_SYSTEM_READ_CACHE_SIZE", cache_size)
@@ -124,4 +137,40 @@ async fn a_zero_budget_reads_everything_from_the_files() {
     assert_eq!(metrics.sum("iggy_read_cache_hits_total", &[]), 0.0);
     assert_eq!(metrics.sum("iggy_read_cache_held_bytes", &[]), 0.0);
     assert_eq!(metrics.sum("iggy_read_cache_budget_bytes", &[]), 0.0);
+}
+
+#[tokio::test]
+async fn a_consumer_reading_the_files_is_answered_from_reads_ahead_within_their_budget() {
+    // Proves: with the cache off every poll reads the files, and each poll after the first is
+    // answered by the read started when the previous one was answered: exactly what was sent,
+    // in order, no message twice or missing; `/metrics` counts the reads ahead and what they
+    // hold stays within the budget. How: one shard, 3000 messages, polls of 100 from 0.
+    let (_server, http, client, batches) = one_partition_written_with(
+        "0",
+        MESSAGES,
+        &[("IGGY_SYSTEM_READ_CACHE_READ_AHEAD", "256 KiB")],
+    )
+    .await;
+    let all = poll_from(&client, &id(0), &id(0), 0, 0, 100).await;
+    let every: Vec<_> = batches.iter().collect();
+    assert_batches(&all, &every, 0, "the partition, read ahead");
+    let polls = MESSAGES / 100;
+    let metrics = scrape_until(http, |m| {
+        m.sum("iggy_read_ahead_hits_total", &[]) >= (polls - 1) as f64
+    });
+    assert_eq!(
+        metrics.sum("iggy_read_ahead_budget_bytes", &[]),
+        (256 * 1024) as f64
+    );
+    assert_eq!(
+        metrics.sum("iggy_read_ahead_hits_total", &[]),
+        (polls - 1) as f64,
+        "every poll but the first was read ahead"
+    );
+    assert_eq!(
+        metrics.sum("iggy_read_ahead_started_total", &[]),
+        (polls - 1) as f64
+    );
+    assert_eq!(metrics.sum("iggy_read_ahead_held_bytes", &[]), 0.0);
+    assert_eq!(metrics.sum("iggy_read_ahead_wasted_total", &[]), 0.0);
 }

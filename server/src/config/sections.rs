@@ -29,6 +29,19 @@ pub struct SystemConfig {
 #[serde(deny_unknown_fields)]
 pub struct ReadCacheConfig {
     pub size: CacheSize,
+    /// Memory for reads ahead of consumers reading the segment files, for the whole server.
+    pub read_ahead: CacheSize,
+}
+
+impl ReadCacheConfig {
+    /// "auto": a 256th of the memory the server may use, between 4 and 64 MiB (a 1 MB poll
+    /// read ahead for each of a few dozen consumers on a large machine, a few in a container).
+    pub fn read_ahead_bytes(&self, memory_limit_bytes: u64) -> u64 {
+        match self.read_ahead {
+            CacheSize::Auto => (memory_limit_bytes / 256).clamp(4 << 20, 64 << 20),
+            CacheSize::Fixed(size) => size.0,
+        }
+    }
 }
 
 /// `[system.wal]`: the shards' write-ahead logs for `written` mode (storage/wal).

@@ -283,3 +283,20 @@ fn a_cluster_roster_from_a_file_and_the_environment() {
     );
     off.join_cluster(None).unwrap();
 }
+
+#[test]
+fn read_ahead_is_auto_by_default_and_bounded() {
+    let config = load(None, &[]).unwrap();
+    let read_cache = config.system.read_cache;
+    // A 256th of the memory, between 4 and 64 MiB: a 512 MiB container, 4 GiB, 24 GiB.
+    assert_eq!(read_cache.read_ahead_bytes(512 << 20), 4 << 20);
+    assert_eq!(read_cache.read_ahead_bytes(4 << 30), 16 << 20);
+    assert_eq!(read_cache.read_ahead_bytes(24 << 30), 64 << 20);
+    let set = load(
+        Some("[system.read_cache]\nsize = \"1 GiB\"\n"),
+        &[("IGGY_SYSTEM_READ_CACHE_READ_AHEAD", "0")],
+    )
+    .unwrap();
+    assert_eq!(set.system.read_cache.read_ahead_bytes(24 << 30), 0);
+    assert!(load(None, &[("IGGY_SYSTEM_READ_CACHE_READ_AHEAD", "lots")]).is_err());
+}

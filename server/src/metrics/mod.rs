@@ -291,6 +291,11 @@ pub struct ShardMetrics {
     pub read_cache_hits: Gauge,
     pub read_cache_misses: Gauge,
     pub read_cache_evictions: Gauge,
+    pub read_ahead_budget_bytes: Gauge,
+    pub read_ahead_held_bytes: Gauge,
+    pub read_ahead_started: Gauge,
+    pub read_ahead_hits: Gauge,
+    pub read_ahead_wasted: Gauge,
     pub wal_writes: Gauge,
     pub wal_records: Gauge,
     pub wal_bytes: Gauge,
@@ -348,6 +353,11 @@ impl Default for ShardMetrics {
             read_cache_hits: Gauge::default(),
             read_cache_misses: Gauge::default(),
             read_cache_evictions: Gauge::default(),
+            read_ahead_budget_bytes: Gauge::default(),
+            read_ahead_held_bytes: Gauge::default(),
+            read_ahead_started: Gauge::default(),
+            read_ahead_hits: Gauge::default(),
+            read_ahead_wasted: Gauge::default(),
             wal_writes: Gauge::default(),
             wal_records: Gauge::default(),
             wal_bytes: Gauge::default(),
@@ -403,6 +413,12 @@ impl ShardMetrics {
         self.read_cache_hits.set(stats.hits);
         self.read_cache_misses.set(stats.misses);
         self.read_cache_evictions.set(stats.evictions);
+        self.read_ahead_budget_bytes
+            .set(stats.read_ahead.budget_bytes);
+        self.read_ahead_held_bytes.set(stats.read_ahead.held_bytes);
+        self.read_ahead_started.set(stats.read_ahead.started);
+        self.read_ahead_hits.set(stats.read_ahead.hits);
+        self.read_ahead_wasted.set(stats.read_ahead.wasted);
     }
 
     pub fn publish_wal(&self, stats: crate::storage::WalStats) {
@@ -483,6 +499,11 @@ impl Metrics {
                 read_cache_hits: shard.read_cache_hits.get(),
                 read_cache_misses: shard.read_cache_misses.get(),
                 read_cache_evictions: shard.read_cache_evictions.get(),
+                read_ahead_budget_bytes: shard.read_ahead_budget_bytes.get(),
+                read_ahead_held_bytes: shard.read_ahead_held_bytes.get(),
+                read_ahead_started: shard.read_ahead_started.get(),
+                read_ahead_hits: shard.read_ahead_hits.get(),
+                read_ahead_wasted: shard.read_ahead_wasted.get(),
                 wal_writes: shard.wal_writes.get(),
                 wal_records: shard.wal_records.get(),
                 wal_bytes: shard.wal_bytes.get(),
@@ -547,6 +568,11 @@ pub struct ShardSnapshot {
     pub read_cache_hits: u64,
     pub read_cache_misses: u64,
     pub read_cache_evictions: u64,
+    pub read_ahead_budget_bytes: u64,
+    pub read_ahead_held_bytes: u64,
+    pub read_ahead_started: u64,
+    pub read_ahead_hits: u64,
+    pub read_ahead_wasted: u64,
     pub wal_writes: u64,
     pub wal_records: u64,
     pub wal_bytes: u64,

@@ -102,14 +102,13 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
         .unzip();
     let admission = crate::admission::Admission::new(config.limits.clone());
     let io_driver = io_plan.driver;
-    let read_cache_bytes = config
-        .system
-        .read_cache
-        .size
-        .resolve(crate::system_info::memory_limit_bytes());
+    let memory_limit = crate::system_info::memory_limit_bytes();
+    let read_cache_bytes = config.system.read_cache.size.resolve(memory_limit);
+    let read_ahead_bytes = config.system.read_cache.read_ahead_bytes(memory_limit);
     tracing::info!(
         budget = %rill_core::units::format_size(read_cache_bytes),
         share_per_shard = %rill_core::units::format_size(read_cache_bytes / u64::from(shard_count)),
+        read_ahead = %rill_core::units::format_size(read_ahead_bytes),
         "read cache"
     );
     let wal_recovery = crate::storage::WalRecovery::scan(&config.system.path)
@@ -133,6 +132,7 @@ pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
         admission,
         io_plan,
         read_cache: crate::storage::CacheBudget::new(read_cache_bytes),
+        read_ahead_bytes,
         wal_recovery,
         partitions_not_opened: Default::default(),
         io_driver: OnceLock::new(),

@@ -60,6 +60,8 @@ pub struct SharedState {
     pub io_plan: crate::io_driver::Plan,
     /// `[system.read_cache] size`, resolved at start, shared by the shards' caches.
     pub read_cache: Arc<crate::storage::CacheBudget>,
+    /// `[system.read_cache] read_ahead`, resolved at start, split evenly between the shards.
+    pub read_ahead_bytes: u64,
     /// What the write-ahead logs held at boot (scanned before the shards start), taken by the
     /// partitions as they open.
     pub wal_recovery: Arc<crate::storage::WalRecovery>,
@@ -145,7 +147,8 @@ impl Shard {
         let cache = crate::storage::ReadCache::sharing(
             shared.read_cache.clone(),
             shared.read_cache.total() / u64::from(shared.shard_count),
-        );
+        )
+        .with_read_ahead(shared.read_ahead_bytes / u64::from(shared.shard_count));
         // Not in a cluster yet: a node may open a partition long after boot (when it becomes a
         // replica), after its log was written again.
         let wal = shared

@@ -18,6 +18,7 @@
 //! three quarters of their throughput on a VM; a recycled buffer was zeroed once, long ago.
 //! Small batches are copied into exact-size allocations, which the allocator recycles itself.
 
+use crate::storage::read_ahead::{ReadAheadBudget, ReadAheadStats};
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -29,8 +30,12 @@ use std::sync::{Mutex, PoisonError};
 /// Batches at least this large are copied into recycled buffers; smaller ones into exact-size
 /// allocations.
 pub(crate) const RECYCLED_FROM_BYTES: usize = 64 * 1024;
-/// Recycled buffers come in multiples of this size, so batches of similar sizes share them.
-const RECYCLE_GRANULE: usize = 64 * 1024;
+/// Recycled buffers come in 64 size classes per doubling (multiples of a sixty-fourth of the
+/// size's power of two, at least a block), so batches of similar sizes share them and a
+/// buffer wastes under 1.6% of its batch's size. A fixed 64 KiB step wasted 4.7% of a 1 MB
+/// batch, which the budget counted: a 2 GiB cache held 1.9 GiB of messages.
+const SIZE_CLASSES_PER_DOUBLING: usize = 64;
+const MIN_GRANULE: usize = 4096;
 /// The most idle buffer memory a shard's bin keeps (an eighth of its share, between these):
 /// in steady state evictions hand buffers straight to the next batches, so little waits.
 const MAX_IDLE_BYTES: u64 = 64 << 20;
@@ -60,7 +65,8 @@ impl RecycleBin {
         if len < RECYCLED_FROM_BYTES {
             len
         } else {
-            len.next_multiple_of(RECYCLE_GRANULE)
+            let power = 1usize << (usize::BITS - 1 - len.leading_zeros());
+            len.next_multiple_of((power / SIZE_CLASSES_PER_DOUBLING).max(MIN_GRANULE))
         }
     }
 
@@ -166,6 +172,7 @@ pub struct CacheStats {
     /// Read pieces that went to the segment files.
     pub misses: u64,
     pub evictions: u64,
+    pub read_ahead: ReadAheadStats,
 }
 
 /// The budget all shards' caches share, and what they hold together.
@@ -207,6 +214,8 @@ pub struct ReadCache {
     hits: Cell<u64>,
     misses: Cell<u64>,
     evictions: Cell<u64>,
+    /// What the shard's partitions read ahead of their consumers (storage/read_ahead.rs).
+    read_ahead: Rc<ReadAheadBudget>,
 }
 
 /// The bytes one cached batch holds; given back when dropped.
@@ -259,7 +268,18 @@ impl ReadCache {
             hits: Cell::new(0),
             misses: Cell::new(0),
             evictions: Cell::new(0),
+            read_ahead: ReadAheadBudget::new(0),
         }
+    }
+
+    /// The same cache, with `bytes` for this shard's reads ahead (0: none).
+    pub fn with_read_ahead(mut self, bytes: u64) -> ReadCache {
+        self.read_ahead = ReadAheadBudget::new(bytes);
+        self
+    }
+
+    pub(crate) fn read_ahead(&self) -> &Rc<ReadAheadBudget> {
+        &self.read_ahead
     }
 
     pub fn enabled(&self) -> bool {
@@ -341,6 +361,7 @@ impl ReadCache {
             hits: self.hits.get(),
             misses: self.misses.get(),
             evictions: self.evictions.get(),
+            read_ahead: self.read_ahead.stats(),
         }
     }
 }
@@ -482,16 +503,19 @@ mod tests {
         drop(first);
         assert_eq!(bin.idle_bytes(), 0);
         drop(slice);
-        assert_eq!(bin.idle_bytes(), 128 * 1024);
+        assert_eq!(bin.idle_bytes(), 25 * 4096);
         // The next batch of that size class gets the same memory back.
-        let other: Vec<u8> = vec![9; 70_000];
+        let other: Vec<u8> = vec![9; 99_000];
         let second = bin.copy(&other);
         assert_eq!(second.as_ptr(), address);
         assert_eq!(&second[..], &other[..]);
         assert_eq!(bin.idle_bytes(), 0);
         // Small batches are plain exact copies.
         assert_eq!(RecycleBin::footprint(1000), 1000);
-        assert_eq!(RecycleBin::footprint(100_000), 128 * 1024);
+        assert_eq!(RecycleBin::footprint(100_000), 25 * 4096);
+        assert_eq!(RecycleBin::footprint(1_064_000), 65 * 16 * 1024);
+        assert_eq!(RecycleBin::footprint(1 << 20), 1 << 20);
+        assert_eq!(RecycleBin::footprint((1 << 20) + 1), (1 << 20) + 16 * 1024);
         assert_eq!(&bin.copy(b"small")[..], b"small");
         // Beyond the idle limit buffers are freed, not kept.
         let tiny = RecycleBin::new(64 * 1024);

@@ -237,6 +237,7 @@ mod file;
 mod index;
 mod partition;
 mod pool;
+mod read_ahead;
 mod segment;
 mod wait;
 pub mod wal;
@@ -255,6 +256,7 @@ pub use partition::{
 pub use pool::{
     AlignedBuf, BLOCK_SIZE, BufferPool, MAX_CLASS_BYTES, MIN_CLASS_BYTES, PoolStats, PooledBuf,
 };
+pub use read_ahead::ReadAheadStats;
 pub(crate) use wait::WaitList;
 pub use wal::{Wal, WalConfig, WalLink, WalRecovery, WalStats};
 

@@ -170,6 +170,31 @@ pub(super) const SHARD_SERIES: &[Series<ShardSnapshot>] = &[
         "Batches the read cache dropped to stay within its budget (oldest first); published every second.",
         |s| s.read_cache_evictions,
     ),
+    gauge_of(
+        "iggy_read_ahead_budget_bytes",
+        "A shard's share of [system.read_cache] read_ahead: memory for polls read from the segment files before they are asked for.",
+        |s| s.read_ahead_budget_bytes,
+    ),
+    gauge_of(
+        "iggy_read_ahead_held_bytes",
+        "Bytes a shard's reads ahead hold (in flight or waiting for their poll); published every second.",
+        |s| s.read_ahead_held_bytes,
+    ),
+    counter_of(
+        "iggy_read_ahead_started",
+        "Reads of a consumer's next poll started while its previous poll, read from the segment files, was answered; published every second.",
+        |s| s.read_ahead_started,
+    ),
+    counter_of(
+        "iggy_read_ahead_hits",
+        "Polls answered by a read ahead; published every second.",
+        |s| s.read_ahead_hits,
+    ),
+    counter_of(
+        "iggy_read_ahead_wasted",
+        "Reads ahead dropped without answering a poll (the consumer asked for other messages, went away, or the budget needed the room); published every second.",
+        |s| s.read_ahead_wasted,
+    ),
     counter_of(
         "iggy_wal_writes",
         "Writes of a shard's write-ahead log ([system.wal]), each carrying the records of one or more partitions; published every second.",

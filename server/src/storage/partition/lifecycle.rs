@@ -428,6 +428,8 @@ impl Partition {
             wal_dir,
             link,
             incarnation: Cell::new(incarnation),
+            read_ahead: Default::default(),
+            index_window: Default::default(),
         });
         let writer = compio::runtime::spawn(writer_loop(Rc::clone(&inner)));
         Partition {

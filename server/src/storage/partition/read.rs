@@ -4,7 +4,7 @@
 
 use super::Partition;
 use super::outcome::ReadOutcome;
-use super::state::{Inner, State};
+use super::state::{IndexWindow, Inner, State};
 use crate::storage::config::ChecksumReads;
 use crate::storage::error::StorageError;
 use crate::storage::file::DirectFile;
@@ -13,6 +13,7 @@ use crate::storage::pool::BLOCK_SIZE;
 use crate::storage::segment::{SegmentFiles, log_path};
 use bytes::Bytes;
 use rill_core::message::{HEADER_SIZE, MessageIter, MessageView};
+use std::cell::RefCell;
 use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -21,139 +22,32 @@ impl Partition {
     /// Up to `max_count` messages from `start_offset` (or from the first stored message when
     /// `start_offset` is older), never past the visibility watermark and at most
     /// `max_read_bytes` (but always at least one message when one is visible).
+    ///
+    /// A read that went to the segment files and has more messages after it starts the read
+    /// of the next poll (`start_offset` right after it, the same `max_count`) at once; that
+    /// poll then takes what was read ahead (storage/read_ahead.rs).
     pub async fn read(
         &self,
         start_offset: u64,
         max_count: u32,
     ) -> Result<ReadOutcome, StorageError> {
-        let inner = &*self.inner;
-        let mut outcome = ReadOutcome::empty(start_offset);
-        let mut next = start_offset;
-        let mut remaining = u64::from(max_count);
-        let mut budget = inner.config.max_read_bytes;
-        let mut total = 0u64;
-        let verify_disk = inner.config.checksum_reads != ChecksumReads::None;
-        let verify_memory = inner.config.checksum_reads == ChecksumReads::All;
-        // A plan ends at the first sealed segment whose index is on disk (its byte sizes are
-        // unknown until the index is read); the rest of the read is planned afterwards.
-        loop {
-            let (start, pieces) = {
-                let state = inner.state.borrow();
-                plan_read(inner, &state, next, remaining, budget, total > 0)?
-            };
-            if total == 0 {
-                outcome.first_offset = start;
-                outcome.last_offset = start;
-            }
-            let continues = matches!(pieces.last(), Some(ReadPiece::DiskIndexed { .. }));
-            if pieces.is_empty() {
-                break;
-            }
-            let total_before = total;
-            let mut broken = false;
-            let hits = pieces
-                .iter()
-                .filter(|piece| matches!(piece, ReadPiece::Memory { .. }))
-                .count() as u64;
-            inner.cache.record_read(hits, pieces.len() as u64 - hits);
-            for piece in pieces {
-                let mut frame_checksums = None;
-                let (first_offset, bytes, checked) = match piece {
-                    ReadPiece::Memory {
-                        bytes,
-                        count,
-                        frame_checksums: sums,
-                    } => {
-                        frame_checksums = sums;
-                        let first = MessageView::parse(&bytes)
-                            .map(|message| message.offset())
-                            .unwrap_or_default();
-                        let checked = if verify_memory {
-                            check_stored(&bytes, first, &inner.dir, 0, true)?
-                        } else {
-                            Checked::whole(bytes.len(), count)
-                        };
-                        (first, bytes, checked)
-                    }
-                    ReadPiece::Disk {
-                        files,
-                        start,
-                        end,
-                        first_offset,
-                    } => {
-                        let bytes = files.log.read_range(start, end).await?;
-                        let checked = check_stored(
-                            &bytes,
-                            first_offset,
-                            files.log.path(),
-                            start,
-                            verify_disk,
-                        )?;
-                        (first_offset, bytes, checked)
-                    }
-                    ReadPiece::DiskIndexed {
-                        files,
-                        relative,
-                        count,
-                        first_offset,
-                    } => {
-                        let (bytes, checked) = read_with_disk_index(
-                            &files,
-                            relative,
-                            count,
-                            budget,
-                            total == 0,
-                            first_offset,
-                            verify_disk,
-                        )
-                        .await?;
-                        (first_offset, bytes, checked)
-                    }
-                };
-                // A message that fails its checksum is never served: the read ends before it,
-                // and fails only when it is the first message asked for.
-                let bytes = match checked.mismatch {
-                    None => bytes,
-                    Some(mismatch) if total == 0 && checked.good == 0 => return Err(mismatch),
-                    Some(_) => {
-                        broken = true;
-                        frame_checksums = None;
-                        bytes.slice(..checked.good)
-                    }
-                };
-                // Counted by the plan or the check, never by walking the messages again: a
-                // walk touches every message header, one cache miss per message.
-                let count = checked.count;
-                if count == 0 {
-                    if broken {
-                        break;
-                    }
-                    continue;
+        let inner = &self.inner;
+        if let Some(slot) = inner.read_ahead.claim(start_offset, max_count)
+            && let Some((outcome, from_files)) = slot.take().await
+        {
+            // Retention may have removed the oldest of these messages since they were read.
+            let first_stored = inner.state.borrow().first_offset();
+            if outcome.first_offset >= first_stored {
+                if from_files {
+                    read_ahead(inner, ReadEnd::of(&outcome), max_count);
                 }
-                if total == 0 {
-                    outcome.first_offset = first_offset;
-                }
-                outcome.last_offset = first_offset + count - 1;
-                total += count;
-                remaining -= count;
-                budget = budget.saturating_sub(bytes.len() as u64);
-                outcome.bytes.push(bytes);
-                outcome.frame_checksums.push(frame_checksums);
-                if broken {
-                    break;
-                }
-            }
-            if broken {
-                break;
-            }
-            next = outcome.last_offset + 1;
-            // Stop when the plan is done, the count or byte budget is used up, or the last
-            // piece returned nothing (the next message does not fit the budget).
-            if !continues || remaining == 0 || budget == 0 || total == total_before {
-                break;
+                return Ok(outcome);
             }
         }
-        outcome.count = u32::try_from(total).expect("reads are bounded by a u32 count");
+        let (outcome, from_files) = read_now(inner, start_offset, max_count).await?;
+        if from_files {
+            read_ahead(inner, ReadEnd::of(&outcome), max_count);
+        }
         Ok(outcome)
     }
 
@@ -196,6 +90,204 @@ impl Partition {
     }
 }
 
+/// Where a read ended: enough to start the one after it.
+#[derive(Clone, Copy)]
+struct ReadEnd {
+    count: u32,
+    last_offset: u64,
+    bytes: u64,
+}
+
+impl ReadEnd {
+    fn of(outcome: &ReadOutcome) -> ReadEnd {
+        ReadEnd {
+            count: outcome.count,
+            last_offset: outcome.last_offset,
+            bytes: outcome.size_bytes(),
+        }
+    }
+}
+
+/// Starts reading the poll after `after` (read from the files) when more messages are visible
+/// after it, the partition has no such read ahead yet and the shard's budget has room. When a
+/// poll is already waiting for it as it finishes, the read after it starts at once too: the
+/// files then stay busy while replies are sent, as long as the consumer keeps up.
+fn read_ahead(inner: &Rc<Inner>, after: ReadEnd, max_count: u32) {
+    let budget = inner.cache.read_ahead();
+    if !budget.enabled() || after.count == 0 {
+        return;
+    }
+    let next = after.last_offset + 1;
+    if next >= inner.state.borrow().visible_end(inner.config.ack_mode)
+        || inner.read_ahead.has(next, max_count)
+    {
+        return;
+    }
+    // The next poll is likely the size of this one.
+    let Some(slot) = budget.reserve(next, max_count, after.bytes) else {
+        return;
+    };
+    inner.read_ahead.add(Rc::clone(&slot));
+    let inner = Rc::clone(inner);
+    compio::runtime::spawn(async move {
+        let read = read_now(&inner, next, max_count).await;
+        let end = read
+            .as_ref()
+            .ok()
+            .filter(|(_, from_files)| *from_files)
+            .map(|(outcome, _)| ReadEnd::of(outcome));
+        // The next read is started before the waiting poll is woken, so that its read is
+        // queued ahead of this one's reply: a large send runs inline in the submission and
+        // would leave the disk idle meanwhile.
+        if slot.is_awaited()
+            && let Some(end) = end
+        {
+            read_ahead(&inner, end, max_count);
+        }
+        let _ = slot.finish(read.ok().map(|read| {
+            let bytes = read.0.size_bytes();
+            (read, bytes)
+        }));
+    })
+    .detach();
+}
+
+/// [`Partition::read`] without reading ahead; also says whether any of it came from the files.
+async fn read_now(
+    inner: &Inner,
+    start_offset: u64,
+    max_count: u32,
+) -> Result<(ReadOutcome, bool), StorageError> {
+    let mut from_files = false;
+    let mut outcome = ReadOutcome::empty(start_offset);
+    let mut next = start_offset;
+    let mut remaining = u64::from(max_count);
+    let mut budget = inner.config.max_read_bytes;
+    let mut total = 0u64;
+    let verify_disk = inner.config.checksum_reads != ChecksumReads::None;
+    let verify_memory = inner.config.checksum_reads == ChecksumReads::All;
+    // A plan ends at the first sealed segment whose index is on disk (its byte sizes are
+    // unknown until the index is read); the rest of the read is planned afterwards.
+    loop {
+        let (start, pieces) = {
+            let state = inner.state.borrow();
+            plan_read(inner, &state, next, remaining, budget, total > 0)?
+        };
+        if total == 0 {
+            outcome.first_offset = start;
+            outcome.last_offset = start;
+        }
+        let continues = matches!(pieces.last(), Some(ReadPiece::DiskIndexed { .. }));
+        if pieces.is_empty() {
+            break;
+        }
+        let total_before = total;
+        let mut broken = false;
+        let hits = pieces
+            .iter()
+            .filter(|piece| matches!(piece, ReadPiece::Memory { .. }))
+            .count() as u64;
+        inner.cache.record_read(hits, pieces.len() as u64 - hits);
+        from_files |= hits < pieces.len() as u64;
+        for piece in pieces {
+            let mut frame_checksums = None;
+            let (first_offset, bytes, checked) = match piece {
+                ReadPiece::Memory {
+                    bytes,
+                    count,
+                    frame_checksums: sums,
+                } => {
+                    frame_checksums = sums;
+                    let first = MessageView::parse(&bytes)
+                        .map(|message| message.offset())
+                        .unwrap_or_default();
+                    let checked = if verify_memory {
+                        check_stored(&bytes, first, &inner.dir, 0, true)?
+                    } else {
+                        Checked::whole(bytes.len(), count)
+                    };
+                    (first, bytes, checked)
+                }
+                ReadPiece::Disk {
+                    files,
+                    start,
+                    end,
+                    first_offset,
+                } => {
+                    let bytes = files.log.read_range(start, end).await?;
+                    let checked =
+                        check_stored(&bytes, first_offset, files.log.path(), start, verify_disk)?;
+                    (first_offset, bytes, checked)
+                }
+                ReadPiece::DiskIndexed {
+                    files,
+                    relative,
+                    count,
+                    indexed,
+                    first_offset,
+                } => {
+                    let (bytes, checked) = read_with_disk_index(
+                        &files,
+                        &inner.index_window,
+                        relative,
+                        count,
+                        indexed,
+                        budget,
+                        total == 0,
+                        first_offset,
+                        verify_disk,
+                    )
+                    .await?;
+                    (first_offset, bytes, checked)
+                }
+            };
+            // A message that fails its checksum is never served: the read ends before it,
+            // and fails only when it is the first message asked for.
+            let bytes = match checked.mismatch {
+                None => bytes,
+                Some(mismatch) if total == 0 && checked.good == 0 => return Err(mismatch),
+                Some(_) => {
+                    broken = true;
+                    frame_checksums = None;
+                    bytes.slice(..checked.good)
+                }
+            };
+            // Counted by the plan or the check, never by walking the messages again: a
+            // walk touches every message header, one cache miss per message.
+            let count = checked.count;
+            if count == 0 {
+                if broken {
+                    break;
+                }
+                continue;
+            }
+            if total == 0 {
+                outcome.first_offset = first_offset;
+            }
+            outcome.last_offset = first_offset + count - 1;
+            total += count;
+            remaining -= count;
+            budget = budget.saturating_sub(bytes.len() as u64);
+            outcome.bytes.push(bytes);
+            outcome.frame_checksums.push(frame_checksums);
+            if broken {
+                break;
+            }
+        }
+        if broken {
+            break;
+        }
+        next = outcome.last_offset + 1;
+        // Stop when the plan is done, the count or byte budget is used up, or the last
+        // piece returned nothing (the next message does not fit the budget).
+        if !continues || remaining == 0 || budget == 0 || total == total_before {
+            break;
+        }
+    }
+    outcome.count = u32::try_from(total).expect("reads are bounded by a u32 count");
+    Ok((outcome, from_files))
+}
+
 /// A part of a read: bytes already in memory, a known byte range of a log, or a range of
 /// messages of a sealed segment whose index must be read from disk first.
 pub(super) enum ReadPiece {
@@ -216,6 +308,9 @@ pub(super) enum ReadPiece {
         files: Rc<SegmentFiles>,
         relative: u64,
         count: u64,
+        /// Entries from `relative` on that the index file holds and that are visible (the
+        /// read's index window may reach that far).
+        indexed: u64,
         first_offset: u64,
     },
 }
@@ -263,6 +358,7 @@ pub(super) fn plan_read(
                 files,
                 relative,
                 count: wanted,
+                indexed: segment.end_offset().min(visible_end) - offset,
                 first_offset: offset,
             });
             // The byte size is only known after reading the index, so the read ends here.
@@ -362,27 +458,49 @@ pub(super) fn journal_pieces(
 
 /// Reads `count` messages from `relative` of a sealed segment: the index entries first, then
 /// exactly the bytes they describe (cut to `budget`, at least one message).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one read's parameters, passed as they are"
+)]
 pub(super) async fn read_with_disk_index(
-    files: &SegmentFiles,
+    files: &Rc<SegmentFiles>,
+    window: &RefCell<IndexWindow>,
     relative: u64,
     count: u64,
+    indexed: u64,
     budget: u64,
     at_least_one: bool,
     first_offset: u64,
     verify_checksums: bool,
 ) -> Result<(Bytes, Checked), StorageError> {
+    let available_end = relative + indexed.max(count);
     // Every message is at least a header, so no more than this many can fit the budget.
     let count = count.min(budget / HEADER_SIZE as u64 + 1).max(1);
     let first_entry = relative.saturating_sub(1);
-    let entry_bytes = files
-        .index
-        .get()
-        .await?
-        .read_range(
-            first_entry * INDEX_ENTRY_SIZE as u64,
-            (relative + count) * INDEX_ENTRY_SIZE as u64,
-        )
-        .await?;
+    let cached = window.borrow().get(files, first_entry, relative + count);
+    let entry_bytes = match cached {
+        Some(bytes) => bytes,
+        None => {
+            let window_end = available_end
+                .min(first_entry + IndexWindow::ENTRIES)
+                .max(relative + count);
+            let read = files
+                .index
+                .get()
+                .await?
+                .read_range(
+                    first_entry * INDEX_ENTRY_SIZE as u64,
+                    window_end * INDEX_ENTRY_SIZE as u64,
+                )
+                .await?;
+            let wanted =
+                read.slice(..((relative + count - first_entry) as usize * INDEX_ENTRY_SIZE));
+            if window_end > relative + count {
+                window.borrow_mut().hold(files, first_entry, read);
+            }
+            wanted
+        }
+    };
     let entries: Vec<IndexEntry> = entry_bytes
         .chunks_exact(INDEX_ENTRY_SIZE)
         .map(IndexEntry::decode)

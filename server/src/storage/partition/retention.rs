@@ -167,6 +167,8 @@ impl Partition {
         if victims.is_empty() {
             return Ok(());
         }
+        // What was read ahead may hold messages of these segments.
+        self.inner.read_ahead.clear();
         let mut result = Ok(());
         for segment in victims {
             let start = segment.start_offset;

@@ -10,6 +10,7 @@ mod direct_io;
 mod failures;
 mod helpers;
 mod hot_path;
+mod read_ahead;
 mod reopen;
 mod replicas;
 mod retention;
