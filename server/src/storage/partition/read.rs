@@ -358,7 +358,11 @@ pub(super) fn plan_read(
                 files,
                 relative,
                 count: wanted,
-                indexed: segment.end_offset().min(visible_end) - offset,
+                indexed: segment
+                    .end_offset()
+                    .min(visible_end)
+                    .min(segment.start_offset + segment.index_persisted)
+                    .saturating_sub(offset),
                 first_offset: offset,
             });
             // The byte size is only known after reading the index, so the read ends here.
