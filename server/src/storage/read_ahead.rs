@@ -166,29 +166,19 @@ impl<T> Slot<T> {
     }
 
     /// Stores the read's result (`None` when it failed: the poll reads again and reports the
-    /// error itself), charged at `bytes`, and wakes a poll waiting for it. Returns whether a
-    /// poll was waiting ([`Slot::is_awaited`]).
-    pub(crate) fn finish(&self, result: Option<(T, u64)>) -> bool {
-        {
-            let mut state = self.state.borrow_mut();
-            if matches!(*state, SlotState::Reading) {
-                match result {
-                    Some((value, bytes)) => {
-                        *state = SlotState::Read(value);
-                        drop(state);
-                        self.charge(bytes);
-                    }
-                    None => {
-                        *state = SlotState::Spent;
-                        drop(state);
-                        self.charge(0);
-                    }
-                }
-            }
+    /// error itself), charged at `bytes`, and wakes a poll waiting for it. A slot dropped
+    /// meanwhile stays empty.
+    pub(crate) fn finish(&self, result: Option<(T, u64)>) {
+        if matches!(*self.state.borrow(), SlotState::Reading) {
+            let (state, bytes) = match result {
+                Some((value, bytes)) => (SlotState::Read(value), bytes),
+                None => (SlotState::Spent, 0),
+            };
+            *self.state.borrow_mut() = state;
+            self.charge(bytes);
         }
         self.read_at.set(Some(Instant::now()));
         self.ready.notify_all();
-        self.claimed.get()
     }
 
     /// Whether a poll waits for this read: the consumer is faster than the files, and the read
@@ -320,7 +310,8 @@ mod tests {
                 partition.claim(10, 4).is_none(),
                 "another count is another read"
             );
-            assert!(!slot.finish(Some(("read", 300))), "no poll was waiting");
+            assert!(!slot.is_awaited(), "no poll was waiting");
+            slot.finish(Some(("read", 300)));
             assert_eq!(budget.stats().held_bytes, 300);
             let claimed = partition.claim(10, 5).unwrap();
             drop(slot);
@@ -342,7 +333,9 @@ mod tests {
             partition.add(Rc::clone(&slot));
             let read = compio::runtime::spawn(async move {
                 compio::time::sleep(Duration::from_millis(5)).await;
-                slot.finish(Some((7, 10)))
+                let awaited = slot.is_awaited();
+                slot.finish(Some((7, 10)));
+                awaited
             });
             let claimed = partition.claim(0, 1).unwrap();
             assert_eq!(claimed.take().await, Some(7));
@@ -352,7 +345,7 @@ mod tests {
             );
             // A failed read answers nothing: the poll reads again itself.
             let failed = budget.reserve::<u32>(1, 1, 10).unwrap();
-            let _ = failed.finish(None);
+            failed.finish(None);
             assert_eq!(failed.take().await, None);
             assert_eq!(budget.stats().held_bytes, 0);
         });
@@ -371,7 +364,7 @@ mod tests {
                 budget.reserve::<u32>(1, 1, 2000).is_none(),
                 "over the budget"
             );
-            let _ = first.finish(Some((1, 600)));
+            first.finish(Some((1, 600)));
             assert!(
                 budget.reserve::<u32>(1, 1, 600).is_none(),
                 "a fresh read is kept"
@@ -397,7 +390,7 @@ mod tests {
             let partition = ReadAhead::<u32>::default();
             for start in 0..3 {
                 let slot = budget.reserve::<u32>(start, 1, 100).unwrap();
-                let _ = slot.finish(Some((start as u32, 100)));
+                slot.finish(Some((start as u32, 100)));
                 partition.add(slot);
             }
             assert!(!partition.has(0, 1), "the oldest made room");

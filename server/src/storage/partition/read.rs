@@ -144,7 +144,7 @@ fn read_ahead(inner: &Rc<Inner>, after: ReadEnd, max_count: u32) {
         {
             read_ahead(&inner, end, max_count);
         }
-        let _ = slot.finish(read.ok().map(|read| {
+        slot.finish(read.ok().map(|read| {
             let bytes = read.0.size_bytes();
             (read, bytes)
         }));

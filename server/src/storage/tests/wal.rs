@@ -32,6 +32,19 @@ async fn shard_pool(root: &Path, log: Option<WalConfig>) -> (Shard, Option<Rc<Wa
     (Shard { pool, link }, wal)
 }
 
+/// Creates a written-mode partition in `dir`, appends messages 0..30 in rounds of 3 (each one
+/// record of the shard's log) and drops it without closing it, like a crash.
+async fn log_30_and_crash(shard: &Shard, dir: &Path) {
+    let partition = shard.create(dir, AckMode::Written).await;
+    for first in (0..30).step_by(3) {
+        partition
+            .append(batch(first, 3, SIZE), first)
+            .await
+            .unwrap();
+    }
+    drop(partition);
+}
+
 /// What a shard's partitions get: its pool and its log.
 #[derive(Clone)]
 struct Shard {
@@ -148,14 +161,7 @@ fn records_of_an_earlier_log_in_the_directory_or_of_a_cut_tail_are_never_applied
     let dir = partition_dir(&root);
     run(async {
         let (pool, _wal) = shard_pool(&root, Some(wal_config())).await;
-        let partition = pool.create(&dir, AckMode::Written).await;
-        for first in (0..30).step_by(3) {
-            partition
-                .append(batch(first, 3, SIZE), first)
-                .await
-                .unwrap();
-        }
-        drop(partition);
+        log_30_and_crash(&pool, &dir).await;
         // The partition is deleted and one with the same ids created: its log starts at 0.
         std::fs::remove_dir_all(&dir).unwrap();
         let partition = pool.create(&dir, AckMode::Written).await;
@@ -275,14 +281,7 @@ fn a_replay_the_storage_cannot_take_fails_the_open_and_loses_nothing() {
     let dir = partition_dir(&root);
     run(async {
         let (pool, _wal) = shard_pool(&root, Some(wal_config())).await;
-        let partition = pool.create(&dir, AckMode::Written).await;
-        for first in (0..30).step_by(3) {
-            partition
-                .append(batch(first, 3, SIZE), first)
-                .await
-                .unwrap();
-        }
-        drop(partition);
+        log_30_and_crash(&pool, &dir).await;
     });
     run(async {
         let (pool, _) = shard_pool(&root, None).await;
