@@ -41,8 +41,8 @@
 //!                              `wal/incarnation.rs`), named by every write-ahead log record
 //! ```
 //! Beside the partitions, `<data>/wal/shard-<n>.wal` is shard n's write-ahead log (a ring of
-//! block-aligned records, format in `wal/record.rs`); `shard-<n>.kept-<time>.wal` is one set
-//! aside because a partition could not be opened at that start.
+//! block-aligned records, format in `wal/record.rs`); `shard-<n>.kept-<nanoseconds>-<attempt>.wal`
+//! is one set aside because a partition could not be opened at that start.
 //! Anything else in the directory (the server's `offsets/`) is left alone, except by
 //! [`Partition::delete`], which removes the directory.
 //!

@@ -210,7 +210,7 @@ impl Wal {
         }
     }
 
-    /// Renames the file to `shard-N.kept-<seconds>.wal`, beside it.
+    /// Renames the file to `shard-N.kept-<nanoseconds>-<attempt>.wal`, beside it.
     async fn set_aside(&self) -> Result<(), StorageError> {
         let exists = crate::storage::blocking::exists(&self.path)
             .await
