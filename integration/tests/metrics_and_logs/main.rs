@@ -5,6 +5,7 @@
 //! the read cache's figures.
 
 mod exposition;
+mod huge_pages;
 mod json_logs;
 mod read_cache;
 mod workload_metrics;

@@ -17,6 +17,7 @@ pub struct SystemConfig {
     pub segment: SegmentConfig,
     pub partition: PartitionDefaults,
     pub read_cache: ReadCacheConfig,
+    pub buffers: BuffersConfig,
     pub wal: WalSection,
     pub topic: TopicDefaults,
     pub message_deduplication: DeduplicationConfig,
@@ -42,6 +43,14 @@ impl ReadCacheConfig {
             CacheSize::Fixed(size) => size.0,
         }
     }
+}
+
+/// `[system.buffers]`: the memory direct I/O reads into and writes from.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuffersConfig {
+    /// Buffers of 64 KiB and more carved from 2 MiB transparent huge pages (storage/huge_pages).
+    pub huge_pages: bool,
 }
 
 /// `[system.wal]`: the shards' write-ahead logs for `written` mode (storage/wal).

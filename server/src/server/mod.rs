@@ -39,6 +39,7 @@ enum Event {
 )]
 /// Runs the server until SIGINT or SIGTERM. Returns an error message for a failed start.
 pub fn run(mut config: Config, root: RootCredentials) -> Result<(), String> {
+    crate::storage::huge_pages::set_enabled(config.system.buffers.huge_pages);
     let (recovered, encryption) = open_data_directory(&mut config)?;
 
     let allocation: CpuAllocation = config

@@ -234,6 +234,7 @@ mod config;
 mod error;
 mod fault;
 mod file;
+pub mod huge_pages;
 mod index;
 mod partition;
 mod pool;

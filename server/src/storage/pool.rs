@@ -7,6 +7,7 @@
 //! The pool belongs to one shard (`Rc`, `Cell`, `RefCell`, no locks).
 
 use super::cache::ReadCache;
+use super::huge_pages;
 use compio::buf::{IoBuf, IoBufMut, SetLen};
 use std::alloc::{Layout, alloc, alloc_zeroed, dealloc, handle_alloc_error};
 use std::cell::{Cell, RefCell};
@@ -35,7 +36,8 @@ pub const fn align_up(value: u64) -> u64 {
     align_down(value + BLOCK_SIZE as u64 - 1)
 }
 
-/// A heap buffer whose address and capacity are multiples of [`BLOCK_SIZE`].
+/// A buffer whose address and capacity are multiples of [`BLOCK_SIZE`]: from huge pages when
+/// it is at least `huge_pages::FROM_BYTES` (one device segment per 2 MiB), else from the heap.
 ///
 /// Bytes below `init` are initialised and only ever overwritten with initialised bytes; `len`
 /// (at most `init`) marks how many are valid data. A buffer for writing is zeroed on allocation
@@ -46,6 +48,8 @@ pub struct AlignedBuf {
     capacity: usize,
     len: usize,
     init: usize,
+    /// Carved from huge pages (`huge_pages`) rather than the heap.
+    huge: bool,
 }
 
 // SAFETY: the buffer exclusively owns its allocation (like a `Vec<u8>`), so moving it to another
@@ -68,6 +72,22 @@ impl AlignedBuf {
 
     fn allocate(capacity: usize, zeroed: bool) -> Self {
         let capacity = align_up(capacity.max(1) as u64) as usize;
+        if capacity >= huge_pages::FROM_BYTES
+            && let Some(ptr) = huge_pages::allocate(capacity)
+        {
+            let mut buf = AlignedBuf {
+                ptr,
+                capacity,
+                len: 0,
+                init: 0,
+                huge: true,
+            };
+            // The granules may have held an earlier buffer's bytes.
+            if zeroed {
+                buf.initialise_all();
+            }
+            return buf;
+        }
         let layout = Layout::from_size_align(capacity, BLOCK_SIZE).expect("valid layout");
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe {
@@ -85,6 +105,7 @@ impl AlignedBuf {
             capacity,
             len: 0,
             init: if zeroed { capacity } else { 0 },
+            huge: false,
         }
     }
 
@@ -170,6 +191,11 @@ impl AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
+        if self.huge {
+            // SAFETY: allocated by `huge_pages::allocate(self.capacity)` and dropped once.
+            unsafe { huge_pages::release(self.ptr, self.capacity) };
+            return;
+        }
         let layout = Layout::from_size_align(self.capacity, BLOCK_SIZE).expect("valid layout");
         // SAFETY: allocated in `allocate` with this layout.
         unsafe { dealloc(self.ptr.as_ptr(), layout) }
@@ -500,6 +526,29 @@ mod tests {
         assert!(buf.as_slice()[..BLOCK_SIZE].iter().all(|&b| b == 7));
         buf.clear();
         assert!(buf.whole_mut()[2 * BLOCK_SIZE..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn large_buffers_come_from_huge_pages_and_zeroed_ones_are_zero_again() {
+        let small = AlignedBuf::zeroed(huge_pages::FROM_BYTES - BLOCK_SIZE);
+        assert!(!small.huge, "below the threshold: the heap");
+        let mut dirty = AlignedBuf::zeroed(huge_pages::FROM_BYTES);
+        assert!(dirty.huge);
+        dirty.whole_mut().fill(0xEE);
+        let address = dirty.as_uninit().as_ptr() as usize;
+        drop(dirty);
+        // Whichever granules it gets (perhaps the ones just freed), a zeroed buffer reads zero.
+        let mut again = AlignedBuf::zeroed(huge_pages::FROM_BYTES);
+        assert!(again.huge);
+        assert!(
+            again.whole_mut().iter().all(|&b| b == 0),
+            "reused at {address:#x}"
+        );
+        // A read buffer over reused granules still shows only what reads filled.
+        let mut read = AlignedBuf::for_read(1_064_960);
+        assert!(read.huge);
+        read.set_filled(BLOCK_SIZE);
+        assert!(read.as_slice().iter().all(|&b| b == 0));
     }
 
     #[test]

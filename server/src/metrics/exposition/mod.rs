@@ -68,6 +68,9 @@ pub struct ProcessFigures {
     pub threads: u64,
     pub open_fds: u64,
     pub start_time_seconds: f64,
+    /// Huge pages mapped for I/O buffers, and the bytes of buffers handed out of them.
+    pub huge_page_mapped_bytes: u64,
+    pub huge_page_in_use_bytes: u64,
 }
 
 /// io_uring counters of one shard's ring, from /proc/self/fdinfo (kernel counters, extended
@@ -127,6 +130,7 @@ pub fn gather_partitions(
 pub fn process_figures(started_at_micros: u64) -> ProcessFigures {
     let info = crate::system_info::process();
     let open_fds = std::fs::read_dir("/proc/self/fd").map_or(0, |entries| entries.count() as u64);
+    let huge_pages = crate::storage::huge_pages::stats();
     ProcessFigures {
         cpu_seconds: info.cpu_seconds,
         resident_bytes: info.resident_bytes,
@@ -134,6 +138,8 @@ pub fn process_figures(started_at_micros: u64) -> ProcessFigures {
         threads: u64::from(info.threads),
         open_fds,
         start_time_seconds: started_at_micros as f64 / 1e6,
+        huge_page_mapped_bytes: huge_pages.mapped,
+        huge_page_in_use_bytes: huge_pages.in_use,
     }
 }
 

@@ -315,4 +315,14 @@ pub(super) const PROCESS_SERIES: &[Series<ProcessFigures>] = &[
         |p| p.threads,
     ),
     gauge_of("process_open_fds", "Open file descriptors.", |p| p.open_fds),
+    gauge_of(
+        "iggy_huge_page_buffers_mapped_bytes",
+        "Memory mapped in 2 MiB huge pages for I/O buffers ([system.buffers] huge_pages): in use, partly used and idle pages.",
+        |p| p.huge_page_mapped_bytes,
+    ),
+    gauge_of(
+        "iggy_huge_page_buffers_in_use_bytes",
+        "Bytes of the I/O buffers currently handed out of huge pages.",
+        |p| p.huge_page_in_use_bytes,
+    ),
 ];
