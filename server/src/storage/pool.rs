@@ -160,9 +160,18 @@ impl AlignedBuf {
     /// Appends `bytes`; the caller checked that they fit.
     pub fn append(&mut self, bytes: &[u8]) {
         assert!(bytes.len() <= self.remaining(), "aligned buffer overflow");
-        let len = self.len;
-        self.whole_mut()[len..len + bytes.len()].copy_from_slice(bytes);
+        // SAFETY: `len + bytes.len() <= capacity`, and `bytes` cannot overlap a buffer we hold
+        // mutably. Everything below `len <= init` was initialised and the copy initialises the
+        // rest up to the new length, so `init` may move there without zeroing anything first.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.ptr.as_ptr().add(self.len),
+                bytes.len(),
+            );
+        }
         self.len += bytes.len();
+        self.init = self.init.max(self.len);
     }
 
     /// Zero-fills from `len` to the next block boundary and extends `len` there, as direct I/O
@@ -549,6 +558,21 @@ mod tests {
         assert!(read.huge);
         read.set_filled(BLOCK_SIZE);
         assert!(read.as_slice().iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn appending_to_a_read_buffer_initialises_only_what_it_copies() {
+        let mut buf = AlignedBuf::for_read(2 * BLOCK_SIZE);
+        buf.append(b"abc");
+        buf.append(b"de");
+        assert_eq!(buf.as_slice(), b"abcde");
+        // Past what was appended, a longer length reads zeroes, never what the memory held.
+        buf.set_filled(BLOCK_SIZE);
+        assert_eq!(&buf.as_slice()[..5], b"abcde");
+        assert!(buf.as_slice()[5..].iter().all(|&b| b == 0));
+        buf.clear();
+        buf.append(&[9; 10]);
+        assert_eq!(buf.as_slice(), &[9; 10]);
     }
 
     #[test]
