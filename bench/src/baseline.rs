@@ -5,7 +5,7 @@
 //!   overwrites of it with 1, 4 and 16 requests in flight (one thread each, interleaved
 //!   blocks); then the latency of single 4 KiB writes, the floor of a `written` acknowledgement.
 //!   O_DIRECT skips the page cache, as the server's segment I/O does; buffers, offsets and
-//!   lengths are 4096-aligned.
+//!   lengths are 4096-aligned, and buffers sit in 2 MiB huge pages as the server's large ones.
 //! * **loopback TCP**: this binary spawns itself (`iggy-bench loopback-sink`) as a second process
 //!   that connects back to a listener here; 1 MiB writes stream `loopback_size` bytes per
 //!   connection and the sink acknowledges the byte count after EOF. Measured with one connection
