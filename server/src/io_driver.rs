@@ -133,17 +133,33 @@ fn explain(error: &std::io::Error) -> String {
 /// Builds a shard's runtime on the planned driver. `auto` that found io_uring lets compio use it
 /// only if the kernel's io_uring has every operation compio needs (it falls back otherwise);
 /// the caller reads back which driver the runtime got.
+///
+/// An io_uring ring is cooperative (`IORING_SETUP_COOP_TASKRUN` with `TASKRUN_FLAG`): a
+/// completion from another core while the shard runs (a socket's data, the disk's interrupt)
+/// is picked up at the shard's next entry into the kernel, which its event loop makes after
+/// every batch of tasks, instead of interrupting it with an inter-processor interrupt, which
+/// on a VM is an exit to the hypervisor. Kernels before 5.19 refuse the flags; the ring is then
+/// set up without them.
 pub fn build_runtime(plan: &Plan) -> Result<compio::runtime::Runtime, String> {
-    let mut proactor = compio::driver::ProactorBuilder::new();
-    proactor.capacity(4096);
-    proactor.driver_type(match plan.driver {
-        IoDriver::IoUring => compio::driver::DriverType::IoUring,
-        IoDriver::Polling => compio::driver::DriverType::Poll,
-    });
-    compio::runtime::RuntimeBuilder::new()
-        .with_proactor(proactor)
-        .build()
-        .map_err(|error| match plan.driver {
+    let build = |cooperative: bool| {
+        let mut proactor = compio::driver::ProactorBuilder::new();
+        proactor.capacity(4096);
+        proactor.driver_type(match plan.driver {
+            IoDriver::IoUring => compio::driver::DriverType::IoUring,
+            IoDriver::Polling => compio::driver::DriverType::Poll,
+        });
+        if cooperative {
+            proactor.coop_taskrun(true).taskrun_flag(true);
+        }
+        compio::runtime::RuntimeBuilder::new()
+            .with_proactor(proactor)
+            .build()
+    };
+    let built = match plan.driver {
+        IoDriver::IoUring => build(true).or_else(|_| build(false)),
+        IoDriver::Polling => build(false),
+    };
+    built.map_err(|error| match plan.driver {
             IoDriver::IoUring => format!(
                 "cannot start an io_uring runtime: {}. Check that RLIMIT_MEMLOCK is not too low (each shard's ring \
                  locks about 0.5 MiB), or set system.io_driver = \"polling\"",
@@ -219,5 +235,47 @@ mod tests {
                 assert!(warning.contains(&reason) && warning.contains("seccomp-io-uring.json"));
             }
         }
+    }
+
+    #[test]
+    fn a_cooperative_ring_completes_what_other_threads_finish_while_it_waits_or_runs() {
+        // The ring is set up with COOP_TASKRUN: completions from other cores wait for the shard's
+        // next entry into the kernel. A socket filled by another thread must still complete,
+        // whether the shard sleeps in the kernel or is busy running tasks when the data comes.
+        let Ok(plan) = plan(IoDriverSetting::IoUring) else {
+            return; // no io_uring here: the readiness driver's test above covers the fallback
+        };
+        let runtime = build_runtime(&plan).unwrap();
+        assert_eq!(driver_of(&runtime), IoDriver::IoUring);
+        runtime.block_on(async {
+            use compio::io::AsyncReadExt;
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let address = listener.local_addr().unwrap();
+            let writer = std::thread::spawn(move || {
+                use std::io::Write;
+                let (mut socket, _) = listener.accept().unwrap();
+                for round in 0..2u8 {
+                    std::thread::sleep(std::time::Duration::from_millis(30));
+                    socket.write_all(&[round; 1000]).unwrap();
+                }
+            });
+            let mut stream = compio::net::TcpStream::connect(address).await.unwrap();
+            // Round 0 arrives while the shard sleeps in the kernel.
+            let compio::BufResult(read, first) = stream.read_exact(vec![9u8; 1000]).await;
+            read.unwrap();
+            assert!(first.iter().all(|&byte| byte == 0));
+            // Round 1 arrives while another task keeps the shard busy in user space.
+            let busy = compio::runtime::spawn(async {
+                let until = std::time::Instant::now() + std::time::Duration::from_millis(100);
+                while std::time::Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+            });
+            let compio::BufResult(read, second) = stream.read_exact(vec![9u8; 1000]).await;
+            read.unwrap();
+            assert!(second.iter().all(|&byte| byte == 1));
+            busy.await.unwrap();
+            writer.join().unwrap();
+        });
     }
 }
