@@ -24,7 +24,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 /// Batches at least this large are copied into recycled buffers; smaller ones into exact-size
@@ -40,6 +40,8 @@ const MIN_GRANULE: usize = 4096;
 /// in steady state evictions hand buffers straight to the next batches, so little waits.
 const MAX_IDLE_BYTES: u64 = 64 << 20;
 const MIN_IDLE_BYTES: u64 = 1 << 20;
+/// The most spare memory the warmer makes ahead for one bin (within its idle limit).
+const WARM_AHEAD_BYTES: u64 = 16 << 20;
 
 /// Idle buffers kept for the next cached batches, by size. Shared with the threads that may
 /// drop a batch's last reference (a poll's reply is written by the connection's shard).
@@ -49,6 +51,8 @@ pub struct RecycleBin {
     free: Mutex<HashMap<usize, Vec<Vec<u8>>>>,
     idle_bytes: AtomicU64,
     max_idle_bytes: u64,
+    /// Set while the warmer has been asked for spares and has not yet made them.
+    warming: AtomicBool,
 }
 
 impl RecycleBin {
@@ -57,6 +61,7 @@ impl RecycleBin {
             free: Mutex::new(HashMap::new()),
             idle_bytes: AtomicU64::new(0),
             max_idle_bytes,
+            warming: AtomicBool::new(false),
         })
     }
 
@@ -88,13 +93,37 @@ impl RecycleBin {
                 data
             }
             // Not zeroed: the copy writes what is read, the rest of the capacity is never read.
-            None => Vec::with_capacity(size),
+            None => {
+                self.ask_for_spares(size);
+                Vec::with_capacity(size)
+            }
         };
         data.extend_from_slice(bytes);
         Bytes::from_owner(Recycled {
             data: Some(data),
             bin: Arc::clone(self),
         })
+    }
+
+    /// Asks the warmer for spare buffers of `size` (once at a time per bin).
+    fn ask_for_spares(self: &Arc<Self>, size: usize) {
+        if self.warming.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let asked =
+            warmer().is_some_and(|warmer| warmer.try_send((Arc::downgrade(self), size)).is_ok());
+        if !asked {
+            self.warming.store(false, Ordering::Release);
+        }
+    }
+
+    /// Makes spares of `size` until the bin holds `WARM_AHEAD_BYTES` idle (or its limit).
+    fn warm(&self, size: usize) {
+        let target = WARM_AHEAD_BYTES.min(self.max_idle_bytes);
+        while self.idle_bytes.load(Ordering::Relaxed) + size as u64 <= target {
+            self.give_back(prefaulted(size));
+        }
+        self.warming.store(false, Ordering::Release);
     }
 
     fn give_back(&self, mut data: Vec<u8>) {
@@ -116,6 +145,49 @@ impl RecycleBin {
     fn idle_bytes(&self) -> u64 {
         self.idle_bytes.load(Ordering::Relaxed)
     }
+}
+
+/// A bin asking for spares of a size.
+type WarmRequest = (std::sync::Weak<RecycleBin>, usize);
+
+/// The warmer: one thread at the lowest priority (`SCHED_IDLE`) that makes spare buffers for the
+/// bins whose shards had to allocate, touching each page, so that the page faults of a growing
+/// cache (each new page's first touch, which on a VM also faults in the hypervisor) run on
+/// otherwise idle CPU time instead of in the shard while a producer waits for its ack. Measured
+/// on `ppc`: a cache that never recycles during the run (the default 2 GiB against a 2 GB run)
+/// cost the shards ~0.7 s of CPU per 2 GB in first touches (bench/README, 2026-12-03). None if
+/// the thread cannot be started (the shards then allocate as before).
+fn warmer() -> Option<&'static flume::Sender<WarmRequest>> {
+    static WARMER: std::sync::OnceLock<Option<flume::Sender<WarmRequest>>> =
+        std::sync::OnceLock::new();
+    WARMER
+        .get_or_init(|| {
+            let (sender, receiver) = flume::bounded::<WarmRequest>(64);
+            std::thread::Builder::new()
+                .name("cache-warmer".into())
+                .spawn(move || {
+                    let idle = libc::sched_param { sched_priority: 0 };
+                    // SAFETY: plain syscall on this thread, with a valid parameter struct.
+                    unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &idle) };
+                    for (bin, size) in receiver {
+                        if let Some(bin) = bin.upgrade() {
+                            bin.warm(size);
+                        }
+                    }
+                })
+                .ok()
+                .map(|_| sender)
+        })
+        .as_ref()
+}
+
+/// An empty buffer of `capacity` whose pages are already faulted in.
+fn prefaulted(capacity: usize) -> Vec<u8> {
+    let mut data = Vec::<u8>::with_capacity(capacity);
+    for page in data.spare_capacity_mut().chunks_mut(4096) {
+        page[0].write(0);
+    }
+    data
 }
 
 /// A cached batch's buffer; returns to its bin when the batch's last reference goes.
@@ -521,6 +593,30 @@ mod tests {
         let tiny = RecycleBin::new(64 * 1024);
         drop((tiny.copy(&batch), tiny.copy(&batch)));
         assert_eq!(tiny.idle_bytes(), 0);
+    }
+
+    #[test]
+    fn a_bin_that_had_to_allocate_gets_spares_made_ahead_of_need() {
+        let bin = RecycleBin::new(8 << 20);
+        let batch = vec![1u8; 100_000];
+        let size = RecycleBin::footprint(batch.len()) as u64;
+        let first = bin.copy(&batch);
+        // The warmer runs at the lowest priority: give it time on a busy machine.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while bin.warming.load(Ordering::Acquire) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let idle = bin.idle_bytes();
+        assert!(idle >= size, "spares were made: {idle} bytes idle");
+        assert!(
+            idle <= WARM_AHEAD_BYTES.min(8 << 20),
+            "within the bin's limits: {idle}"
+        );
+        // The next batches of that size take spares instead of allocating.
+        let second = bin.copy(&batch);
+        assert_eq!(bin.idle_bytes(), idle - size);
+        assert_eq!(&second[..], &batch[..]);
+        drop((first, second));
     }
 
     #[test]
