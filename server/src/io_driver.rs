@@ -156,7 +156,11 @@ pub fn build_runtime(plan: &Plan) -> Result<compio::runtime::Runtime, String> {
             .build()
     };
     let built = match plan.driver {
-        IoDriver::IoUring => build(true).or_else(|_| build(false)),
+        // EINVAL: a kernel that does not know the flags; any other error is the ring's own.
+        IoDriver::IoUring => match build(true) {
+            Err(error) if error.raw_os_error() == Some(libc::EINVAL) => build(false),
+            built => built,
+        },
         IoDriver::Polling => build(false),
     };
     built.map_err(|error| match plan.driver {
